@@ -1,0 +1,303 @@
+"""The in-memory reference store: what every other store must behave like (see `contract`).
+
+Each place's data is an immutable snapshot; a write transaction works on a copy under the place's
+lock and `commit()` swaps it in, so readers never see half a write and leaving without commit
+rolls back for free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import numpy as np
+
+from .ranking import bm25_top, cosine_top
+from .store import Cursor, Filters, NeedsVector, Settings, StoreTx
+from .types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
+
+
+@dataclass
+class _PlaceData:
+    memories: dict[str, Memory] = field(default_factory=dict)
+    revisions: dict[str, list[Revision]] = field(default_factory=dict)
+    settings: Settings | None = None
+    refs: dict[str, datetime] = field(default_factory=dict)
+    receipts: dict[str, Receipt] = field(default_factory=dict)
+    tombstones: dict[str, datetime] = field(default_factory=dict)
+    matrices: dict[tuple[str, int], tuple[list[str], np.ndarray]] = field(default_factory=dict)
+
+    def copy(self) -> _PlaceData:
+        return _PlaceData(
+            memories=dict(self.memories),
+            revisions={k: list(v) for k, v in self.revisions.items()},
+            settings=self.settings,
+            refs=dict(self.refs),
+            receipts=dict(self.receipts),
+            tombstones=dict(self.tombstones),
+        )
+
+
+def matches(memory: Memory, filters: Filters) -> bool:
+    """Whether a memory passes the filters (the in-process twin of the SQL WHERE clause)."""
+    if filters.state is not None and memory.state != filters.state:
+        return False
+    if filters.kinds is not None and memory.kind not in filters.kinds:
+        return False
+    if filters.channel is not None and memory.channel != filters.channel:
+        return False
+    if filters.seen is not None and memory.seen != filters.seen:
+        return False
+    if filters.pinned is not None and memory.pinned != filters.pinned:
+        return False
+    if filters.created_after is not None and memory.created_at <= filters.created_after:
+        return False
+    if filters.created_before is not None and memory.created_at >= filters.created_before:
+        return False
+    return True
+
+
+def newest_first(memory: Memory) -> tuple[datetime, str]:
+    return (memory.created_at, memory.id)
+
+
+class _Tx:
+    def __init__(self, store: InMemoryStore, place: Place, data: _PlaceData, writable: bool) -> None:
+        self.place = place
+        self._store = store
+        self._data = data
+        self._writable = writable
+
+    def commit(self) -> None:
+        if self._writable:
+            self._store._places[self.place] = self._data
+            self._data = self._data.copy()
+
+    def _w(self) -> _PlaceData:
+        if not self._writable:
+            raise RuntimeError("read transaction")
+        self._data.matrices.clear()
+        return self._data
+
+    # reading
+    def get(self, memory_id: str) -> Memory | None:
+        found = self._data.memories.get(memory_id) if isinstance(memory_id, str) else None
+        return found.copy() if found else None
+
+    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+        return [m for m in (self.get(i) for i in ids) if m is not None]
+
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> list[Memory]:
+        rows = [m for m in self._data.memories.values() if matches(m, filters)]
+        if after is not None:
+            key = (after.created_at, after.id)
+            rows = [m for m in rows if newest_first(m) < key]
+        rows.sort(key=newest_first, reverse=True)
+        return [m.copy() for m in (rows if limit is None else rows[:limit])]
+
+    def count(self, state: str = "active") -> int:
+        return sum(1 for m in self._data.memories.values() if m.state == state)
+
+    def find_words(self, words_key: str) -> Memory | None:
+        for m in self._data.memories.values():
+            if m.state == "active" and m.words_key == words_key:
+                return m.copy()
+        return None
+
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
+        key = (query.model, query.dim)
+        cached = self._data.matrices.get(key) if filters == Filters() else None
+        if cached is None:
+            rows = [
+                m for m in self._data.memories.values()
+                if m.embedding is not None and (m.embedding.model, m.embedding.dim) == key and matches(m, filters)
+            ]
+            ids = [m.id for m in rows]
+            matrix = np.stack([m.embedding.vector for m in rows]) if rows else np.zeros((0, query.dim), np.float32)  # type: ignore[union-attr]
+            cached = (ids, matrix)
+            if filters == Filters():
+                self._data.matrices[key] = cached
+        return cosine_top(query.vector, cached[0], cached[1], limit)
+
+    def search_words(self, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
+        docs = [(m.id, m.text) for m in self._data.memories.values() if matches(m, filters)]
+        return bm25_top(query, docs, limit)
+
+    def history(self, memory_id: str) -> list[Revision]:
+        return list(reversed(self._data.revisions.get(memory_id, [])))
+
+    def trim_candidates(self, count: int) -> list[str]:
+        active = [m for m in self._data.memories.values() if m.state == "active" and not m.pinned]
+        active.sort(key=lambda m: (m.importance, m.last_useful_at, m.id))
+        return [m.id for m in active[:count]]
+
+    # writing
+    def insert(self, memory: Memory) -> int:
+        data = self._w()
+        if memory.id in data.memories or memory.id in data.tombstones:
+            raise ValueError("id already used")
+        data.memories[memory.id] = memory.copy()
+        return self.count()
+
+    def save(self, memory: Memory, expected_revision: int) -> bool:
+        data = self._w()
+        current = data.memories.get(memory.id)
+        if current is None or current.revision != expected_revision:
+            return False
+        data.memories[memory.id] = memory.copy()
+        return True
+
+    def push_revision(self, revision: Revision) -> None:
+        self._w().revisions.setdefault(revision.memory_id, []).append(revision)
+
+    def pop_revision(self, memory_id: str) -> Revision | None:
+        stack = self._w().revisions.get(memory_id)
+        return stack.pop() if stack else None
+
+    def remove(self, ids: Sequence[str]) -> tuple[int, int]:
+        data = self._w()
+        memories = revisions = 0
+        for i in set(ids):
+            if data.memories.pop(i, None) is not None:
+                memories += 1
+            revisions += len(data.revisions.pop(i, []))
+        return memories, revisions
+
+    def remove_all(self) -> tuple[int, int]:
+        return self.remove(list(self._data.memories))
+
+    def set_state(self, ids: Sequence[str], state: str) -> int:
+        data = self._w()
+        changed = 0
+        for i in ids:
+            m = data.memories.get(i)
+            if m is not None and m.state != state:
+                data.memories[i] = replace(m, state=state)
+                changed += 1
+        return changed
+
+    def mark_used(self, ids: Sequence[str], at: datetime) -> int:
+        data = self._w()
+        marked = 0
+        for i in set(ids):
+            m = data.memories.get(i) if isinstance(i, str) else None
+            if m is not None and m.state == "active":
+                data.memories[i] = replace(m, last_used_at=at)
+                marked += 1
+        return marked
+
+    def mark_seen(self, ids: Sequence[str]) -> int:
+        data = self._w()
+        marked = 0
+        for i in set(ids):
+            m = data.memories.get(i) if isinstance(i, str) else None
+            if m is not None and not m.seen:
+                data.memories[i] = replace(m, seen=True)
+                marked += 1
+        return marked
+
+    def tombstone(self, ids: Sequence[str], at: datetime) -> None:
+        data = self._w()
+        for i in ids:
+            data.tombstones.setdefault(i, at)
+
+    def is_tombstoned(self, memory_id: str) -> bool:
+        return memory_id in self._data.tombstones
+
+    def settings(self) -> Settings:
+        return self._data.settings or Settings()
+
+    def set_settings(self, settings: Settings) -> None:
+        self._w().settings = settings
+
+    def claim_ref(self, ref: str, at: datetime) -> bool:
+        if ref in self._data.refs:
+            return False
+        self._w().refs[ref] = at
+        return True
+
+    def release_ref(self, ref: str) -> bool:
+        return self._w().refs.pop(ref, None) is not None
+
+    def get_receipt(self, key: str) -> Receipt | None:
+        return self._data.receipts.get(key)
+
+    def put_receipt(self, receipt: Receipt) -> None:
+        data = self._w()
+        if receipt.key in data.receipts:
+            raise ValueError("receipt exists")
+        data.receipts[receipt.key] = receipt
+
+    def redact_receipts(self, memory_id: str) -> int:
+        data = self._w()
+        count = 0
+        for key, receipt in list(data.receipts.items()):
+            if memory_id in receipt.memory_ids and not receipt.redacted:
+                data.receipts[key] = replace(receipt, response=None, redacted=True)
+                count += 1
+        return count
+
+
+class InMemoryStore:
+    """Reference store for tests and single-process use; text is searched in process."""
+
+    searches_text = True
+    words_secret: bytes | None = None
+
+    def __init__(self) -> None:
+        self._places: dict[Place, _PlaceData] = {}
+        self._locks: dict[Place, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, place: Place) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault(place, threading.RLock())
+
+    @contextmanager
+    def write(self, place: Place) -> Iterator[StoreTx]:
+        with self._lock(place):
+            yield _Tx(self, place, self._places.get(place, _PlaceData()).copy(), writable=True)
+
+    @contextmanager
+    def read(self, place: Place) -> Iterator[StoreTx]:
+        yield _Tx(self, place, self._places.get(place, _PlaceData()), writable=False)
+
+    def purge_owner(self, owner_id: str) -> PurgeCounts:
+        memories = revisions = settings = refs = receipts = tombstones = 0
+        for place in [p for p in list(self._places) if p.owner_id == owner_id]:
+            with self._lock(place):
+                data = self._places.pop(place)
+                memories += len(data.memories)
+                revisions += sum(len(v) for v in data.revisions.values())
+                settings += 1 if data.settings is not None else 0
+                refs += len(data.refs)
+                receipts += len(data.receipts)
+                tombstones += len(data.tombstones)
+        return PurgeCounts(memories, revisions, settings, refs, receipts, tombstones)
+
+    def needing_vector(self, model: str, dim: int | None, limit: int) -> list[NeedsVector]:
+        out: list[NeedsVector] = []
+        for place, data in list(self._places.items()):
+            for m in sorted(data.memories.values(), key=lambda m: m.id):
+                e = m.embedding
+                if e is None or e.model != model or (dim is not None and e.dim != dim):
+                    out.append(NeedsVector(place, m.id, m.revision, m.text))
+                    if len(out) >= limit:
+                        return out
+        return out
+
+    def set_embedding(self, place: Place, memory_id: str, revision: int, embedding: Embedding) -> bool:
+        with self.write(place) as tx:
+            current = tx.get(memory_id)
+            if current is None or current.revision != revision:
+                return False
+            tx.save(current.copy(embedding=embedding), revision)
+            tx.commit()
+            return True
+
+    def places(self) -> Iterator[Place]:
+        return iter(list(self._places))
+

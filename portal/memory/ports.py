@@ -1,0 +1,82 @@
+"""The small protocols the service is handed besides the store, and its tunable options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Protocol, runtime_checkable
+from uuid import uuid4
+
+import numpy as np
+
+from .rules import Kinds, Rule
+from .types import Place
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors, batched. Answers (vectors of shape (n, dim), model id)."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]: ...
+
+
+class Clock(Protocol):
+    def __call__(self) -> datetime: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    return uuid4().hex
+
+
+@dataclass
+class Options:
+    """Everything about the service's behaviour that a deployment may tune."""
+
+    kinds: Kinds = field(default_factory=Kinds)
+    rules: Sequence[Rule] = ()
+    max_text_length: int = 500
+    max_active: int | None = 1000
+    trim_above: int | None = None
+    duplicate_threshold: float = 0.92
+    on_duplicate: str = "replace"
+    min_similarity: float | None = None
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+    portrait_max_length: int = 1200
+    portrait_min_importance: int = 4
+    default_importance: int = 3
+
+    def __post_init__(self) -> None:
+        if self.on_duplicate not in ("replace", "reinforce"):
+            raise ValueError("on_duplicate is 'replace' or 'reinforce'")
+        if self.max_text_length < 1:
+            raise ValueError("max_text_length must be positive")
+        if not 0.0 < self.duplicate_threshold <= 1.0:
+            raise ValueError("duplicate_threshold is in (0, 1]")
+
+    @property
+    def trim_threshold(self) -> int | None:
+        """Above how many active memories trimming starts (None: no cap)."""
+        if not self.max_active:
+            return None
+        return max(self.trim_above or self.max_active, self.max_active)
+
+
+NamesOf = Callable[[Place], Sequence[str]]
+Mask = Callable[[str, Place], str]
+AiSwitch = Callable[[Place], bool]
+
+
+def no_names(place: Place) -> Sequence[str]:
+    return ()
+
+
+def always_on(place: Place) -> bool:
+    return True

@@ -1,0 +1,264 @@
+"""Reading memories: get, history, list with keyset pagination, unseen, recall, portrait, export.
+
+A mixin of MemoryService, kept apart so each module stays readable; it uses the service's store,
+embedder, mask, clock and options.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .ranking import bm25_top, fuse
+from .store import Cursor, Filters
+from .types import Hit, InvalidArgument, Memory, NotFound, Page, Place, Portrait, Revision, as_place, iso
+
+if TYPE_CHECKING:
+    from .ports import Clock, Embedder, Mask, Options
+    from .store import Store
+    from .types import Embedding
+
+log = logging.getLogger("portal.memory")
+
+MAX_PAGE = 200
+MAX_RECALL = 100
+PORTRAIT_FORMATS = ("bullets", "dated", "json")
+
+
+class Reading:
+    store: Store
+    embedder: Embedder | None
+    options: Options
+    mask: Mask
+    clock: Clock
+
+    def _embed(self, place: Place, text: str, purpose: str) -> Embedding | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def get(self, place: Place, memory_id: str) -> Memory:
+        """The memory with this id in this place (any state); NotFound for anyone else's."""
+        with self.store.read(as_place(place)) as tx:
+            memory = tx.get(memory_id)
+        if memory is None:
+            raise NotFound()
+        return memory
+
+    def history(self, place: Place, memory_id: str) -> list[Revision]:
+        """Every revision still kept, newest (the current one) first."""
+        place = as_place(place)
+        with self.store.read(place) as tx:
+            memory = tx.get(memory_id)
+            if memory is None:
+                raise NotFound()
+            earlier = tx.history(memory_id)
+        current = Revision(
+            memory.id, memory.revision, memory.text, memory.kind, memory.importance, memory.origin,
+            memory.sources, memory.updated_at, memory.embedding, memory.last_op,
+        )
+        return [current, *earlier]
+
+    def list(
+        self,
+        place: Place,
+        state: str | None = "active",
+        kinds: Sequence[str] | None = None,
+        channel: str | None = None,
+        seen: bool | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        """Memories newest first, one page at a time; `cursor` continues where the last page ended."""
+        if state not in ("active", "archived", "all", None):
+            raise InvalidArgument("invalid_state")
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidArgument("invalid_limit")
+        filters = Filters(
+            state=None if state in ("all", None) else state,
+            kinds=tuple(kinds) if kinds else None, channel=channel, seen=seen,
+            created_after=created_after, created_before=created_before,
+        )
+        with self.store.read(as_place(place)) as tx:
+            rows = tx.list(filters, limit + 1, decode_cursor(cursor) if cursor else None)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Page(rows, encode_cursor(rows[-1]) if more else None)
+
+    def list_unseen(self, place: Place, limit: int = 50) -> list[Memory]:
+        """What was learnt in the background (consolidation) and the person has not seen yet."""
+        return self.list(place, channel="background", seen=False, limit=limit).items
+
+    def mark_seen(self, place: Place, ids: Sequence[str]) -> int:
+        with self.store.write(as_place(place)) as tx:
+            marked = tx.mark_seen(_ids(ids))
+            tx.commit()
+        return marked
+
+    def mark_used(self, place: Place, ids: Sequence[str]) -> int:
+        """Mark active memories as used (protects them from the cap, orders the portrait).
+        Unknown, archived or other people's ids are skipped; answers how many were marked."""
+        with self.store.write(as_place(place)) as tx:
+            marked = tx.mark_used(_ids(ids), self.clock())
+            tx.commit()
+        return marked
+
+    def recall(
+        self,
+        place: Place,
+        query: str,
+        kinds: Sequence[str] | None = None,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        limit: int = 5,
+        min_similarity: float | None = None,
+    ) -> list[Hit]:
+        """The memories that best answer `query`: meaning and words fused by reciprocal rank.
+
+        Without an embedder, with the AI off or while the embedder fails, it ranks by words, then
+        by the most recently useful. Returned memories are marked used.
+        """
+        place = as_place(place)
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL:
+            raise InvalidArgument("invalid_limit")
+        if not isinstance(query, str) or not query.strip():
+            return []
+        filters = Filters(kinds=tuple(kinds) if kinds else None, created_after=after, created_before=before)
+        depth = max(50, limit * 5)
+        threshold = self.options.min_similarity if min_similarity is None else min_similarity
+        query_vector = self._embed(place, query, "query")
+        with self.store.read(place) as tx:
+            semantic = tx.nearest(query_vector, depth, filters) if query_vector is not None else []
+            if threshold is not None:
+                semantic = [(i, s) for i, s in semantic if s >= threshold]
+            if self.store.searches_text:
+                lexical = tx.search_words(query, depth, filters)
+            else:
+                lexical = bm25_top(query, [(m.id, m.text) for m in tx.list(filters)], depth)
+            if query_vector is None:
+                found = tx.get_many([i for i, _ in lexical])
+                by_id = {m.id: m for m in found}
+                ranked = sorted(
+                    ((by_id[i], s) for i, s in lexical if i in by_id),
+                    key=lambda pair: (-pair[1], -pair[0].last_useful_at.timestamp()),
+                )[:limit]
+                hits = [Hit(m, s, "lexical") for m, s in ranked]
+            else:
+                fused = fuse(
+                    [("vector", semantic, self.options.vector_weight), ("lexical", lexical, self.options.lexical_weight)],
+                    limit,
+                )
+                by_id = {m.id: m for m in tx.get_many([i for i, _, _ in fused])}
+                hits = [
+                    Hit(by_id[i], score, "hybrid" if len(found_by) == 2 else next(iter(found_by)))
+                    for i, score, found_by in fused if i in by_id
+                ]
+        if hits:
+            now = self.clock()
+            self.mark_used(place, [h.memory.id for h in hits])
+            for h in hits:
+                h.memory.last_used_at = now
+        return hits
+
+    def portrait(
+        self,
+        place: Place,
+        max_length: int | None = None,
+        min_importance: int | None = None,
+        format: str = "bullets",
+        masked: bool = False,
+        fill: bool = False,
+    ) -> Portrait:
+        """Pinned and important memories for a system prompt, pinned first, then most recently
+        useful; cut on a whole memory. With `fill`, a memory that does not fit is skipped and
+        shorter ones after it still get their place. With `masked` the text goes through the mask."""
+        place = as_place(place)
+        if format not in PORTRAIT_FORMATS:
+            raise InvalidArgument("invalid_format")
+        budget = self.options.portrait_max_length if max_length is None else max_length
+        floor = self.options.portrait_min_importance if min_importance is None else min_importance
+        if not isinstance(budget, int) or budget < 0 or not isinstance(floor, int):
+            raise InvalidArgument("invalid_portrait")
+        with self.store.read(place) as tx:
+            chosen = [m for m in tx.list(Filters()) if m.pinned or m.importance >= floor]
+        chosen.sort(key=lambda m: (not m.pinned, -m.last_useful_at.timestamp(), m.id))
+        text_of = (lambda m: self.mask(m.text, place)) if masked else (lambda m: m.text)
+        kept: list[Memory] = []
+        used = 0
+        for memory in chosen:
+            cost = _cost(format, text_of(memory), memory)
+            if used + cost > budget:
+                if fill:
+                    continue
+                break
+            kept.append(memory)
+            used += cost
+        return Portrait(_render(format, kept, text_of), [m.id for m in kept])
+
+    def export(self, place: Place) -> dict[str, Any]:
+        """Everything kept in this place: every memory with its revisions, and the settings."""
+        place = as_place(place)
+        with self.store.read(place) as tx:
+            memories = tx.list(Filters(state=None))
+            items = []
+            for m in memories:
+                data = m.to_json()
+                data["revisions"] = [r.to_json() for r in tx.history(m.id)]
+                items.append(data)
+            settings = tx.settings()
+        return {
+            "owner_id": place.owner_id,
+            "scope": place.scope,
+            "exported_at": iso(self.clock()),
+            "settings": {"paused": settings.paused},
+            "memories": items,
+        }
+
+
+def _cost(format: str, text: str, memory: Memory) -> int:
+    if format == "json":
+        return len(json.dumps({"id": memory.id, "text": text, "kind": memory.kind}, ensure_ascii=False)) + 2
+    return len(text) + 3
+
+
+def _render(format: str, kept: list[Memory], text_of: Any) -> str:
+    if format == "json":
+        return json.dumps(
+            [{"id": m.id, "text": text_of(m), "kind": m.kind, "importance": m.importance} for m in kept],
+            ensure_ascii=False,
+        )
+    if format == "dated":
+        groups: dict[str, list[str]] = {}
+        for m in sorted(kept, key=lambda m: m.created_at, reverse=True):
+            groups.setdefault(m.created_at.date().isoformat(), []).append(text_of(m))
+        return "\n".join(f"**{day}**\n" + "\n".join(lines) for day, lines in groups.items())
+    return "\n".join(f"- {text_of(m)}" for m in kept)
+
+
+def encode_cursor(memory: Memory) -> str:
+    raw = json.dumps([iso(memory.created_at), memory.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Cursor:
+    """Read a cursor from `encode_cursor`; anything else is `invalid_cursor`."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created, memory_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        moment = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        if not isinstance(memory_id, str) or moment.tzinfo is None:
+            raise ValueError
+        return Cursor(moment, memory_id)
+    except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):
+        raise InvalidArgument("invalid_cursor") from None
+
+
+def _ids(ids: Any) -> list[str]:
+    if isinstance(ids, str) or not isinstance(ids, (list, tuple, set, frozenset)):
+        raise InvalidArgument("invalid_ids")
+    return [i for i in ids if isinstance(i, str)]

@@ -1,0 +1,430 @@
+"""MemoryService: the one way to read or write memories.
+
+The portal, the JSON API, the CLI and the model tools are thin shells over it. It never imports a
+web framework; it is handed a Store, an optional Embedder, rules, a mask, a clock and an id
+factory. Writing lives here; reading, ranking and the portrait live in `reading`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .ports import AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
+from .reading import Reading
+from .rules import Candidate, importance_of, names_added
+from .store import Filters, Settings, Store, StoreTx, as_vector
+from .text import clean_text, mask_pii, no_mask, words_key
+from .types import (
+    CHANNELS,
+    ORIGINS,
+    Embedding,
+    Memory,
+    NotFound,
+    Place,
+    PurgeCounts,
+    Refused,
+    Revision,
+    Saved,
+    Source,
+    as_place,
+)
+
+log = logging.getLogger("portal.memory")
+
+UNDOABLE = ("update", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class Undone:
+    """What undo did: `memory` is the restored revision, or None when a new memory was removed."""
+
+    memory: Memory | None
+    memory_id: str
+    ok: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    text: str
+    kind: str
+    importance: int
+    words_key: str
+
+
+class MemoryService(Reading):
+    """Remember, correct, undo, forget, recall and portray what an assistant knows of each person.
+
+    Privacy guarantees: every call is bound to one place and never reads or changes another
+    owner's or scope's memories (`purge_owner` alone crosses scopes, for erasure); text reaches
+    the embedder only through `mask`; logs carry ids and codes, never a person's words.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None = None,
+        options: Options | None = None,
+        names_of: NamesOf = no_names,
+        mask: Mask | str = no_mask,
+        ai_enabled: AiSwitch = always_on,
+        clock: Clock = utc_now,
+        id_factory: Callable[[], str] = new_id,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.options = options or Options()
+        self.names_of = names_of
+        self.mask: Mask = mask_pii if mask == "pii" else no_mask if mask in ("", "none") else mask  # type: ignore[assignment]
+        self.ai_enabled = ai_enabled
+        self.clock = clock
+        self.id_factory = id_factory
+
+    # ---------------------------------------------------------------- writing
+
+    def remember(
+        self,
+        place: Place,
+        text: Any,
+        kind: Any = None,
+        importance: Any = None,
+        role: str | None = None,
+        explicit: bool = False,
+        origin: str = "asserted",
+        on_duplicate: str | None = None,
+        sources: Sequence[Source] = (),
+        pinned: bool = False,
+        channel: str = "foreground",
+        person_name: str | None = None,
+    ) -> Saved | Refused:
+        """Keep a new memory, or meet the duplicate it repeats (replace or reinforce).
+
+        Refuses with a code, changing nothing: `paused`, `empty`, `too_long`, `invalid_kind`,
+        `kind_not_allowed`, `other_person` or a content rule's code.
+        """
+        place = as_place(place)
+        if origin not in ORIGINS or channel not in CHANNELS:
+            raise ValueError("origin or channel out of range")
+        mode = on_duplicate or self.options.on_duplicate
+        if mode not in ("replace", "reinforce"):
+            return Refused("invalid_on_duplicate")
+        if self.is_paused(place):
+            return Refused("paused")
+        draft = self._draft(place, text, kind, importance, role, explicit, person_name)
+        if isinstance(draft, Refused):
+            return draft
+        embedding = self._embed(place, draft.text, "document")
+        with self.store.write(place) as tx:
+            if tx.settings().paused:
+                return Refused("paused")
+            now = self.clock()
+            existing = self._duplicate_of(tx, draft.words_key, embedding)
+            if existing is not None:
+                result = self._meet_duplicate(
+                    tx, existing, draft, embedding, mode, origin, tuple(sources), kind is not None, importance is not None
+                )
+            else:
+                memory = Memory(
+                    id=self.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=1,
+                    text=draft.text, kind=draft.kind, importance=draft.importance, created_at=now,
+                    updated_at=now, role=role, origin=origin, sources=tuple(sources), channel=channel,
+                    seen=channel == "foreground", pinned=bool(pinned), embedding=embedding,
+                    last_op="create", words_key=draft.words_key,
+                )
+                active = tx.insert(memory)
+                self._trim(tx, active, keep=memory.id)
+                result = Saved(memory)
+            tx.commit()
+        log.info("memory.remember place=%s id=%s replaced=%s", _pid(place), result.memory.id, result.replaced_id)
+        return result
+
+    def update(
+        self,
+        place: Place,
+        memory_id: str,
+        text: Any = None,
+        kind: Any = None,
+        importance: Any = None,
+        pinned: bool | None = None,
+        expected_revision: int | None = None,
+        in_place: bool = False,
+        origin: str = "asserted",
+        sources: Sequence[Source] = (),
+        person_name: str | None = None,
+    ) -> Saved | Refused:
+        """Correct a memory: a new revision (same id), or with `in_place` an overwrite that keeps no
+        earlier text. Rules are checked again with the memory's original role; a name it already
+        carried stays allowed. A stale `expected_revision` is refused with `conflict`.
+        A model's write (`origin="inferred"`) never changes an asserted memory's origin or sources.
+        """
+        place = as_place(place)
+        for _attempt in range(3):
+            with self.store.read(place) as tx:
+                current = tx.get(memory_id)
+            if current is None:
+                return Refused("not_found")
+            if expected_revision is not None and expected_revision != current.revision:
+                return Refused("conflict", actual_revision=current.revision)
+            draft = self._draft(
+                place,
+                current.text if text is None else text,
+                current.kind if kind is None else kind,
+                current.importance if importance is None else importance,
+                current.role, False, person_name, carried=current.text,
+            )
+            if isinstance(draft, Refused):
+                return draft
+            text_changed = draft.text != current.text
+            embedding = self._embed(place, draft.text, "document") if text_changed else current.embedding
+            with self.store.write(place) as tx:
+                now_current = tx.get(memory_id)
+                if now_current is None:
+                    return Refused("not_found")
+                if now_current.revision != current.revision or now_current.text != current.text:
+                    if expected_revision is not None:
+                        return Refused("conflict", actual_revision=now_current.revision)
+                    continue
+                content_changed = text_changed or draft.kind != current.kind or draft.importance != current.importance
+                changed = now_current.copy(
+                    text=draft.text, kind=draft.kind, importance=draft.importance, embedding=embedding,
+                    words_key=draft.words_key,
+                    pinned=now_current.pinned if pinned is None else bool(pinned),
+                )
+                if content_changed:
+                    changed.updated_at = self.clock()
+                    changed.origin, changed.sources = _provenance(now_current, origin, tuple(sources))
+                    if not in_place:
+                        tx.push_revision(_snapshot(now_current))
+                        changed.revision = now_current.revision + 1
+                        changed.last_op = "update"
+                    else:
+                        changed.last_op = "in_place"
+                tx.save(changed, now_current.revision)
+                tx.commit()
+            log.info("memory.update place=%s id=%s revision=%s", _pid(place), memory_id, changed.revision)
+            return Saved(changed)
+        return Refused("conflict", actual_revision=current.revision)
+
+    def pin(self, place: Place, memory_id: str, pinned: bool = True) -> Saved | Refused:
+        """Pin (always in the portrait) or unpin a memory; no new revision."""
+        return self.update(place, memory_id, pinned=pinned)
+
+    def undo(self, place: Place, memory_id: str) -> Undone | Refused:
+        """Take back the last write: remove a memory just remembered, or bring back the revision an
+        update or a duplicate replacement overwrote. Refuses `nothing_to_undo` otherwise."""
+        place = as_place(place)
+        with self.store.write(place) as tx:
+            current = tx.get(memory_id)
+            if current is None:
+                return Refused("not_found")
+            if current.last_op == "create" and current.revision == 1:
+                tx.remove([memory_id])
+                tx.redact_receipts(memory_id)
+                tx.commit()
+                log.info("memory.undo place=%s id=%s removed", _pid(place), memory_id)
+                return Undone(None, memory_id)
+            if current.last_op not in UNDOABLE:
+                return Refused("nothing_to_undo")
+            earlier = tx.pop_revision(memory_id)
+            if earlier is None:
+                return Refused("nothing_to_undo")
+            restored = current.copy(
+                revision=earlier.revision, text=earlier.text, kind=earlier.kind, importance=earlier.importance,
+                origin=earlier.origin, sources=earlier.sources, embedding=earlier.embedding,
+                words_key=words_key(earlier.text, self.store.words_secret), updated_at=self.clock(), last_op="undo",
+            )
+            tx.save(restored, current.revision)
+            tx.commit()
+        log.info("memory.undo place=%s id=%s revision=%s", _pid(place), memory_id, restored.revision)
+        return Undone(restored, memory_id)
+
+    def forget(self, place: Place, memory_id: str) -> int:
+        """Erase a memory, every revision and its vectors; redact idempotency receipts that held its
+        text; keep a content-free tombstone so a replayed write cannot bring it back.
+        Answers how many revisions were erased; raises NotFound when there is no such memory."""
+        place = as_place(place)
+        with self.store.write(place) as tx:
+            if tx.get(memory_id) is None:
+                raise NotFound()
+            memories, revisions = tx.remove([memory_id])
+            tx.tombstone([memory_id], self.clock())
+            tx.redact_receipts(memory_id)
+            tx.commit()
+        log.info("memory.forget place=%s id=%s revisions=%d", _pid(place), memory_id, memories + revisions)
+        return memories + revisions
+
+    def forget_all(self, place: Place) -> dict[str, int]:
+        """Erase every memory of this place (the person's "erase everything" in one scope)."""
+        place = as_place(place)
+        with self.store.write(place) as tx:
+            ids = [m.id for m in tx.list(_ALL)]
+            memories, revisions = tx.remove_all()
+            tx.tombstone(ids, self.clock())
+            receipts = sum(tx.redact_receipts(i) for i in ids)
+            tx.commit()
+        log.info("memory.forget_all place=%s memories=%d", _pid(place), memories)
+        return {"memories": memories, "revisions": revisions, "receipts": receipts}
+
+    def purge_owner(self, owner_id: str) -> PurgeCounts:
+        """Erasure of a person in every scope: memories, revisions, settings, consolidation refs,
+        idempotency receipts, unseen marks and tombstones. The one call that crosses scopes."""
+        as_place(Place.of(owner_id))
+        counts = self.store.purge_owner(owner_id)
+        log.info("memory.purge_owner memories=%d revisions=%d", counts.memories, counts.revisions)
+        return counts
+
+    # ---------------------------------------------------------------- pause
+
+    def pause(self, place: Place) -> bool:
+        """Stop learning: remember answers `paused`; reading, correcting and erasing still work."""
+        return self._set_paused(place, True)
+
+    def resume(self, place: Place) -> bool:
+        return self._set_paused(place, False)
+
+    def is_paused(self, place: Place) -> bool:
+        with self.store.read(as_place(place)) as tx:
+            return tx.settings().paused
+
+    def _set_paused(self, place: Place, paused: bool) -> bool:
+        with self.store.write(as_place(place)) as tx:
+            tx.set_settings(Settings(paused=paused))
+            tx.commit()
+        return paused
+
+    # ---------------------------------------------------------------- vectors
+
+    def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
+        """Give a vector to memories without one, or re-embed those of another model. Resumable:
+        a memory whose revision moved meanwhile is skipped and picked up by the next run."""
+        if self.embedder is None:
+            return 0
+        done = 0
+        seen: set[tuple[Place, str, int]] = set()
+        while limit is None or done < limit:
+            size = batch if limit is None else min(batch, limit - done)
+            pending = self.store.needing_vector(self.embedder.model_id, None, size + len(seen))
+            fresh = [t for t in pending if (t.place, t.id, t.revision) not in seen][:size]
+            if not fresh:
+                break
+            seen.update((t.place, t.id, t.revision) for t in fresh)
+            todo = [t for t in fresh if self.ai_enabled(t.place)]
+            if not todo:
+                continue
+            vectors, model = self.embedder.embed([self.mask(t.text, t.place) for t in todo], "document")
+            for item, vector in zip(todo, vectors):
+                if self.store.set_embedding(item.place, item.id, item.revision, Embedding(model, as_vector(vector))):
+                    done += 1
+            if progress:
+                progress(len(todo))
+        return done
+
+    # ---------------------------------------------------------------- internals
+
+    def _draft(
+        self, place: Place, text: Any, kind: Any, importance: Any, role: str | None, explicit: bool,
+        person_name: str | None, carried: str | None = None,
+    ) -> _Draft | Refused:
+        cleaned = clean_text(text) if isinstance(text, str) else ""
+        if not cleaned:
+            return Refused("empty")
+        if len(cleaned) > self.options.max_text_length:
+            return Refused("too_long")
+        resolved = self.options.kinds.resolve(kind)
+        if resolved is None:
+            return Refused("invalid_kind")
+        if not self.options.kinds.allowed(resolved, role):
+            return Refused("kind_not_allowed")
+        candidate = Candidate(cleaned, resolved, role, bool(explicit))
+        for rule in self.options.rules:
+            code = rule(candidate)
+            if code:
+                return Refused(code)
+        if names_added(cleaned, self.names_of(place), person_name, carried):
+            return Refused("other_person")
+        return _Draft(
+            cleaned, resolved, importance_of(importance, self.options.default_importance),
+            words_key(cleaned, self.store.words_secret),
+        )
+
+    def _embed(self, place: Place, text: str, purpose: str) -> Embedding | None:
+        """A vector for `text`, or None when the AI is off, no embedder is set, or it fails."""
+        if self.embedder is None or not self.ai_enabled(place):
+            return None
+        try:
+            vectors, model = self.embedder.embed([self.mask(text, place)], purpose)
+            return Embedding(model, as_vector(vectors[0]))
+        except Exception as exc:  # an embedder outage must never lose a write or a read
+            log.warning("embedder.failed place=%s error=%s", _pid(place), type(exc).__name__)
+            return None
+
+    def _duplicate_of(self, tx: StoreTx, key: str, embedding: Embedding | None) -> Memory | None:
+        same_words = tx.find_words(key)
+        if same_words is not None:
+            return same_words
+        if embedding is None:
+            return None
+        near = tx.nearest(embedding, 1, _ACTIVE)
+        if near and near[0][1] >= self.options.duplicate_threshold:
+            return tx.get(near[0][0])
+        return None
+
+    def _meet_duplicate(
+        self, tx: StoreTx, existing: Memory, draft: _Draft, embedding: Embedding | None, mode: str,
+        origin: str, sources: tuple[Source, ...], kind_given: bool, importance_given: bool,
+    ) -> Saved:
+        now = self.clock()
+        if mode == "reinforce":
+            reinforced = existing.copy(
+                importance=max(existing.importance, draft.importance), updated_at=now,
+                embedding=existing.embedding or embedding, last_op="reinforce" if existing.last_op != "create" else "create",
+            )
+            tx.save(reinforced, existing.revision)
+            return Saved(reinforced, reinforced=True)
+        tx.push_revision(_snapshot(existing))
+        new_origin, new_sources = _provenance(existing, origin, sources)
+        replaced = existing.copy(
+            revision=existing.revision + 1, text=draft.text,
+            kind=draft.kind if kind_given else existing.kind,
+            importance=draft.importance if importance_given else existing.importance,
+            origin=new_origin, sources=new_sources, embedding=embedding, words_key=draft.words_key,
+            updated_at=now, last_op="replace",
+        )
+        tx.save(replaced, existing.revision)
+        return Saved(replaced, replaced_id=existing.id)
+
+    def _trim(self, tx: StoreTx, active: int, keep: str) -> None:
+        threshold = self.options.trim_threshold
+        if threshold is None or active <= threshold:
+            return
+        excess = active - (self.options.max_active or active)
+        victims = [i for i in tx.trim_candidates(excess + 1) if i != keep][:excess]
+        tx.set_state(victims, "archived")
+        log.info("memory.trim place=%s archived=%d", _pid(tx.place), len(victims))
+
+
+_ACTIVE = Filters()
+_ALL = Filters(state=None)
+
+
+def _pid(place: Place) -> str:
+    """A place for logs: ids only."""
+    return f"{place.owner_id}/{place.scope}"
+
+
+def _snapshot(memory: Memory) -> Revision:
+    return Revision(
+        memory_id=memory.id, revision=memory.revision, text=memory.text, kind=memory.kind,
+        importance=memory.importance, origin=memory.origin, sources=memory.sources,
+        written_at=memory.updated_at, embedding=memory.embedding, op=memory.last_op,
+    )
+
+
+def _provenance(current: Memory, writer: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Source, ...]]:
+    """Who a corrected memory is attributed to: a model never relabels what a person asserted."""
+    if current.origin == "asserted" and writer == "inferred":
+        return current.origin, current.sources
+    merged = current.sources + tuple(s for s in sources if s not in current.sources)
+    return ("asserted" if writer == "asserted" else current.origin), merged

@@ -1,0 +1,124 @@
+"""The Store protocol: the narrow, place-bound storage the service is handed.
+
+A store opens one transaction per service operation: `write(place)` takes the place's lock (in
+process, `BEGIN IMMEDIATE` on SQLite, `pg_advisory_xact_lock` on PostgreSQL) and `read(place)`
+reads a consistent snapshot. Every call on a transaction is bound to its place, so a memory of
+another owner or scope is simply not there. Only `purge_owner` crosses scopes, on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Narrowing shared by list, recall and the vector and word searches."""
+
+    state: str | None = "active"
+    kinds: tuple[str, ...] | None = None
+    channel: str | None = None
+    seen: bool | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    pinned: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Keyset position: the listing continues strictly after (older than) this memory."""
+
+    created_at: datetime
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsVector:
+    """A memory that `reindex` should embed: no vector, or one of another model."""
+
+    place: Place
+    id: str
+    revision: int
+    text: str
+
+
+@runtime_checkable
+class StoreTx(Protocol):
+    """One transaction on one place. `commit()` keeps the changes; leaving without it rolls back."""
+
+    place: Place
+
+    def commit(self) -> None: ...
+
+    # reading
+    def get(self, memory_id: str) -> Memory | None: ...
+    def get_many(self, ids: Sequence[str]) -> list[Memory]: ...
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> list[Memory]: ...
+    def count(self, state: str = "active") -> int: ...
+    def find_words(self, words_key: str) -> Memory | None: ...
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]: ...
+    def search_words(self, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]: ...
+    def history(self, memory_id: str) -> list[Revision]: ...
+    def trim_candidates(self, count: int) -> list[str]: ...
+
+    # writing
+    def insert(self, memory: Memory) -> int:
+        """Add a new memory; answers how many active memories the place holds now (in the same query)."""
+        ...
+    def save(self, memory: Memory, expected_revision: int) -> bool: ...
+    def push_revision(self, revision: Revision) -> None: ...
+    def pop_revision(self, memory_id: str) -> Revision | None: ...
+    def remove(self, ids: Sequence[str]) -> tuple[int, int]: ...
+    def remove_all(self) -> tuple[int, int]: ...
+    def set_state(self, ids: Sequence[str], state: str) -> int: ...
+    def mark_used(self, ids: Sequence[str], at: datetime) -> int: ...
+    def mark_seen(self, ids: Sequence[str]) -> int: ...
+
+    # tombstones
+    def tombstone(self, ids: Sequence[str], at: datetime) -> None: ...
+    def is_tombstoned(self, memory_id: str) -> bool: ...
+
+    # settings and consolidation refs
+    def settings(self) -> Settings: ...
+    def set_settings(self, settings: Settings) -> None: ...
+    def claim_ref(self, ref: str, at: datetime) -> bool: ...
+    def release_ref(self, ref: str) -> bool: ...
+
+    # idempotency receipts
+    def get_receipt(self, key: str) -> Receipt | None: ...
+    def put_receipt(self, receipt: Receipt) -> None: ...
+    def redact_receipts(self, memory_id: str) -> int: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Storage for memories. `searches_text` is False when text is kept out of the database's reach
+    (a cipher), so lexical ranking must happen in process; `words_secret` keys the duplicate hash."""
+
+    searches_text: bool
+    words_secret: bytes | None
+
+    def write(self, place: Place) -> AbstractContextManager[StoreTx]: ...
+    def read(self, place: Place) -> AbstractContextManager[StoreTx]: ...
+    def purge_owner(self, owner_id: str) -> PurgeCounts: ...
+    def needing_vector(self, model: str, dim: int | None, limit: int) -> list[NeedsVector]: ...
+    def set_embedding(self, place: Place, memory_id: str, revision: int, embedding: Embedding) -> bool: ...
+    def places(self) -> Iterator[Place]: ...
+
+
+def as_vector(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """A contiguous float32 vector, the one form every store keeps."""
+    return np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(-1))

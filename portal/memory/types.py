@@ -1,0 +1,298 @@
+"""Domain types of the memory service: places, memories, revisions, outcomes and errors.
+
+Plain dataclasses with no framework or database in sight; every layer above and below speaks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+
+Origin = Literal["asserted", "inferred"]
+Channel = Literal["foreground", "background"]
+Match = Literal["vector", "lexical", "hybrid"]
+
+ORIGINS = ("asserted", "inferred")
+CHANNELS = ("foreground", "background")
+STATES = ("active", "archived")
+
+
+class MemoryServiceError(Exception):
+    """Base of the errors the service raises; each carries a stable `code`."""
+
+    code = "error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.code)
+
+
+class InvalidWhere(MemoryServiceError):
+    """A place without an owner: never means "everyone"."""
+
+    code = "invalid_where"
+
+
+class NotFound(MemoryServiceError):
+    """No such memory in this place (another owner's or scope's ids are not found either)."""
+
+    code = "not_found"
+
+
+class Conflict(MemoryServiceError):
+    """A compare-and-set lost: the memory is at `actual_revision` now."""
+
+    code = "conflict"
+
+    def __init__(self, actual_revision: int) -> None:
+        super().__init__(f"conflict: actual revision {actual_revision}")
+        self.actual_revision = actual_revision
+
+
+class InvalidArgument(MemoryServiceError):
+    """An argument outside its documented range (a bad cursor, an unknown format)."""
+
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(message or code)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a memory lives: one owner (the person) in one scope (tenant, workspace or "")."""
+
+    owner_id: str
+    scope: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.owner_id, str) or not self.owner_id.strip():
+            raise InvalidWhere("a place needs an owner_id")
+        if not isinstance(self.scope, str):
+            raise InvalidWhere("scope must be a string")
+
+    @classmethod
+    def of(cls, owner_id: Any, scope: Any = "") -> Place:
+        """Build a place from loose input, raising InvalidWhere for a missing owner."""
+        if owner_id is None or not isinstance(owner_id, str):
+            raise InvalidWhere("a place needs an owner_id")
+        return cls(owner_id, "" if scope is None else scope)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a memory came from: `portal`, `api`, `tool`, `consolidation` or `import`."""
+
+    kind: str
+    ref: str | None = None
+    messages: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.ref is not None:
+            data["ref"] = self.ref
+        if self.messages:
+            data["messages"] = list(self.messages)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Source:
+        return cls(
+            kind=str(data.get("kind", "api")),
+            ref=data.get("ref"),
+            messages=tuple(int(i) for i in data.get("messages", ()) or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Embedding:
+    """A vector with the model that made it; vectors of two models are never compared."""
+
+    model: str
+    vector: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        return int(self.vector.shape[0])
+
+
+@dataclass(slots=True)
+class Memory:
+    """The current revision of one memory. `id` stays the same for the memory's whole life."""
+
+    id: str
+    owner_id: str
+    scope: str
+    revision: int
+    text: str
+    kind: str
+    importance: int
+    created_at: datetime
+    updated_at: datetime
+    role: str | None = None
+    origin: str = "asserted"
+    sources: tuple[Source, ...] = ()
+    channel: str = "foreground"
+    seen: bool = True
+    pinned: bool = False
+    state: str = "active"
+    last_used_at: datetime | None = None
+    embedding: Embedding | None = None
+    last_op: str = "create"
+    words_key: str = ""
+
+    @property
+    def place(self) -> Place:
+        return Place(self.owner_id, self.scope)
+
+    @property
+    def has_vector(self) -> bool:
+        return self.embedding is not None
+
+    @property
+    def last_useful_at(self) -> datetime:
+        """When the memory was last used, or created when never used (the cap and portrait read this)."""
+        return self.last_used_at or self.created_at
+
+    def copy(self, **changes: Any) -> Memory:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The public JSON shape (no vector, no internal keys)."""
+        return {
+            "id": self.id,
+            "revision": self.revision,
+            "text": self.text,
+            "kind": self.kind,
+            "importance": self.importance,
+            "pinned": self.pinned,
+            "origin": self.origin,
+            "sources": [s.to_json() for s in self.sources],
+            "channel": self.channel,
+            "seen": self.seen,
+            "state": self.state,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+            "last_used_at": iso(self.last_used_at) if self.last_used_at else None,
+            "has_vector": self.has_vector,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One earlier (or the current) wording of a memory, as history shows it."""
+
+    memory_id: str
+    revision: int
+    text: str
+    kind: str
+    importance: int
+    origin: str
+    sources: tuple[Source, ...]
+    written_at: datetime
+    embedding: Embedding | None = None
+    op: str = "create"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.memory_id,
+            "revision": self.revision,
+            "text": self.text,
+            "kind": self.kind,
+            "importance": self.importance,
+            "origin": self.origin,
+            "sources": [s.to_json() for s in self.sources],
+            "written_at": iso(self.written_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """A write that was kept. `replaced_id` is set when a duplicate was replaced (same id, new revision)."""
+
+    memory: Memory
+    replaced_id: str | None = None
+    reinforced: bool = False
+    ok: Literal[True] = True
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A write that was not kept, with a stable code (never a sentence)."""
+
+    code: str
+    ok: Literal[False] = False
+    actual_revision: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recall result: the memory, its fused score and how it was found."""
+
+    memory: Memory
+    score: float
+    match: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing, newest first; `next_cursor` is None on the last page."""
+
+    items: list[Memory]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeCounts:
+    """What `purge_owner` removed, every scope together."""
+
+    memories: int = 0
+    revisions: int = 0
+    settings: int = 0
+    refs: int = 0
+    receipts: int = 0
+    tombstones: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "memories": self.memories,
+            "revisions": self.revisions,
+            "settings": self.settings,
+            "refs": self.refs,
+            "receipts": self.receipts,
+            "tombstones": self.tombstones,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A stored answer to an idempotent write, keyed per place by the caller's key."""
+
+    key: str
+    request_hash: str
+    status: int
+    response: dict[str, Any] | None
+    memory_ids: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Portrait:
+    text: str
+    ids: list[str] = field(default_factory=list)
+
+
+def as_place(place: Any) -> Place:
+    """A Place from a Place, an (owner_id, scope) pair or a bare owner id; InvalidWhere otherwise."""
+    if isinstance(place, Place):
+        return place
+    if isinstance(place, tuple) and len(place) == 2:
+        return Place.of(*place)
+    return Place.of(place)
+
+
+def iso(moment: datetime) -> str:
+    """RFC 3339 UTC with a Z, second precision kept to microseconds when present."""
+    return moment.isoformat().replace("+00:00", "Z")
