@@ -284,15 +284,17 @@ class InMemoryStore:
             for m in sorted(data.memories.values(), key=lambda m: m.id):
                 e = m.embedding
                 if e is None or e.model != model or (dim is not None and e.dim != dim):
-                    out.append(NeedsVector(place, m.id, m.revision, m.text))
+                    out.append(NeedsVector(place, m.id, m.revision, m.text, m.updated_at))
                     if len(out) >= limit:
                         return out
         return out
 
-    def set_embedding(self, place: Place, memory_id: str, revision: int, embedding: Embedding) -> bool:
+    def set_embedding(
+        self, place: Place, memory_id: str, revision: int, updated_at: datetime, embedding: Embedding
+    ) -> bool:
         with self.write(place) as tx:
             current = tx.get(memory_id)
-            if current is None or current.revision != revision:
+            if current is None or current.revision != revision or current.updated_at != updated_at:
                 return False
             tx.save(current.copy(embedding=embedding), revision)
             tx.commit()

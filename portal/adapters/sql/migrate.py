@@ -1,0 +1,45 @@
+"""Applying the Alembic migrations from code (`memory-portal db upgrade`, tests, start-up checks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "migrations"
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if engine is not None:
+        config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the database to `revision` (idempotent: an up-to-date database is left as it is)."""
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def rebuild_search_index(engine: Engine) -> None:
+    """Rebuild SQLite's full-text index (after a VACUUM, which may renumber rowids)."""
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")

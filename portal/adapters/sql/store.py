@@ -1,0 +1,439 @@
+"""The SQLAlchemy store: one implementation for SQLite and PostgreSQL with pgvector.
+
+Every statement carries the place (`owner_id`, `scope`) in its WHERE clause; nothing a person
+writes is ever part of the SQL text. With a cipher, text is encrypted before it reaches the
+database, which then cannot search it (`searches_text` is False and the service ranks in process).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+from sqlalchemy import and_, delete, func, insert, literal, select, update
+from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
+from sqlalchemy.sql.elements import ColumnElement
+
+from portal.memory.store import Cursor, Filters, NeedsVector, Settings
+from portal.memory.text import search_text
+from portal.memory.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision, Source
+
+from .engine import is_postgres, lock_place
+from .search import nearest_rows, words_ranking
+from .tables import (
+    OWNER_TABLES,
+    consolidation_refs,
+    idempotency_receipts,
+    memories,
+    memory_revisions,
+    memory_settings,
+    memory_tombstones,
+)
+
+M = memories.c
+R = memory_revisions.c
+
+
+class TextCipher(Protocol):
+    digest_key: bytes
+
+    def encrypt(self, text: str) -> str: ...
+    def decrypt(self, token: str) -> str: ...
+
+
+class SqlStore:
+    """Store for SQLite and PostgreSQL. Schema comes from the Alembic migrations."""
+
+    def __init__(self, engine: Engine, cipher: TextCipher | None = None) -> None:
+        self.engine = engine
+        self.cipher = cipher
+        self.searches_text = cipher is None
+        self.words_secret = cipher.digest_key if cipher is not None else None
+        self.postgres = is_postgres(engine)
+        # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
+        self._sqlite_writer = threading.Lock()
+
+    @contextmanager
+    def write(self, place: Place) -> Iterator[_SqlTx]:
+        if self.postgres:
+            with self.engine.connect() as conn:
+                yield from self._transaction(conn, place, lock=True)
+            return
+        with self._sqlite_writer, self.engine.connect() as conn:
+            yield from self._transaction(conn.execution_options(sqlite_begin="IMMEDIATE"), place, lock=False)
+
+    @contextmanager
+    def read(self, place: Place) -> Iterator[_SqlTx]:
+        with self.engine.connect() as conn:
+            if self.postgres:
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            yield from self._transaction(conn, place, lock=False)
+
+    def _transaction(self, conn: Connection, place: Place, lock: bool) -> Iterator[_SqlTx]:
+        trans = conn.begin()
+        try:
+            if lock:
+                lock_place(conn, place.owner_id, place.scope)
+            yield _SqlTx(self, conn, trans, place)
+        finally:
+            if trans.is_active:
+                trans.rollback()
+
+    def purge_owner(self, owner_id: str) -> PurgeCounts:
+        counts: dict[str, int] = {}
+        with self.engine.connect() as conn, conn.begin():
+            if self.postgres:
+                scopes = conn.execute(select(M.scope).where(M.owner_id == owner_id).distinct()).scalars()
+                for scope in sorted(scopes):
+                    lock_place(conn, owner_id, scope)
+            for table in OWNER_TABLES:
+                counts[table.name] = conn.execute(delete(table).where(table.c.owner_id == owner_id)).rowcount
+        return PurgeCounts(
+            memories=counts["memories"], revisions=counts["memory_revisions"], settings=counts["memory_settings"],
+            refs=counts["consolidation_refs"], receipts=counts["idempotency_receipts"],
+            tombstones=counts["memory_tombstones"],
+        )
+
+    def needing_vector(self, model: str, dim: int | None, limit: int) -> list[NeedsVector]:
+        stale = (M.embedding_model.is_(None)) | (M.embedding_model != model)
+        if dim is not None:
+            stale = stale | (M.embedding_dim != dim)
+        query = (
+            select(M.owner_id, M.scope, M.id, M.revision, M.text, M.updated_at)
+            .where(stale).order_by(M.id).limit(limit)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [NeedsVector(Place(r.owner_id, r.scope), r.id, r.revision, self.decrypt(r.text), r.updated_at) for r in rows]
+
+    def set_embedding(self, place: Place, memory_id: str, revision: int, updated_at: datetime, embedding: Embedding) -> bool:
+        with self.write(place) as tx:
+            done = tx.conn.execute(
+                update(memories)
+                .where(tx.here(), M.id == memory_id, M.revision == revision, M.updated_at == updated_at)
+                .values(embedding_model=embedding.model, embedding_dim=embedding.dim, embedding=embedding.vector)
+            ).rowcount
+            tx.commit()
+        return bool(done)
+
+    def places(self) -> Iterator[Place]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(M.owner_id, M.scope).distinct()).all()
+        return iter([Place(r.owner_id, r.scope) for r in rows])
+
+    def encrypt(self, text: str) -> str:
+        return self.cipher.encrypt(text) if self.cipher else text
+
+    def decrypt(self, text: str) -> str:
+        return self.cipher.decrypt(text) if self.cipher else text
+
+
+class _SqlTx:
+    def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place) -> None:
+        self.store = store
+        self.conn = conn
+        self.place = place
+        self._trans = trans
+
+    def commit(self) -> None:
+        self._trans.commit()
+
+    def here(self, table: Any = memories) -> ColumnElement[bool]:
+        return and_(table.c.owner_id == self.place.owner_id, table.c.scope == self.place.scope)
+
+    # ---------------------------------------------------------------- reading
+
+    def get(self, memory_id: str) -> Memory | None:
+        if not isinstance(memory_id, str):
+            return None
+        row = self.conn.execute(select(memories).where(self.here(), M.id == memory_id)).mappings().first()
+        return self._memory(row) if row else None
+
+    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+        wanted = [i for i in ids if isinstance(i, str)]
+        if not wanted:
+            return []
+        rows = self.conn.execute(select(memories).where(self.here(), M.id.in_(wanted))).mappings().all()
+        by_id = {r["id"]: self._memory(r) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
+
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> list[Memory]:
+        query = select(memories).where(self.here(), *self.filtered(filters))
+        if after is not None:
+            query = query.where(
+                (M.created_at < after.created_at) | ((M.created_at == after.created_at) & (M.id < after.id))
+            )
+        query = query.order_by(M.created_at.desc(), M.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        return [self._memory(r) for r in self.conn.execute(query).mappings()]
+
+    def count(self, state: str = "active") -> int:
+        return int(self.conn.execute(select(func.count()).where(self.here(), M.state == state)).scalar_one())
+
+    def find_words(self, words_key: str) -> Memory | None:
+        row = self.conn.execute(
+            select(memories).where(self.here(), M.state == "active", M.words_key == words_key).limit(1)
+        ).mappings().first()
+        return self._memory(row) if row else None
+
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
+        return nearest_rows(self, query, limit, filters)
+
+    def search_words(self, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
+        return words_ranking(self, query, limit, filters)
+
+    def history(self, memory_id: str) -> list[Revision]:
+        rows = self.conn.execute(
+            select(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
+            .order_by(R.revision.desc())
+        ).mappings()
+        return [self._revision(r) for r in rows]
+
+    def trim_candidates(self, count: int) -> list[str]:
+        useful = func.coalesce(M.last_used_at, M.created_at)
+        rows = self.conn.execute(
+            select(M.id).where(self.here(), M.state == "active", M.pinned.is_(False))
+            .order_by(M.importance, useful, M.id).limit(count)
+        )
+        return list(rows.scalars())
+
+    def filtered(self, filters: Filters) -> list[ColumnElement[bool]]:
+        where: list[ColumnElement[bool]] = []
+        if filters.state is not None:
+            where.append(M.state == filters.state)
+        if filters.kinds is not None:
+            where.append(M.kind.in_(list(filters.kinds)))
+        if filters.channel is not None:
+            where.append(M.channel == filters.channel)
+        if filters.seen is not None:
+            where.append(M.seen.is_(filters.seen))
+        if filters.pinned is not None:
+            where.append(M.pinned.is_(filters.pinned))
+        if filters.created_after is not None:
+            where.append(M.created_at > filters.created_after)
+        if filters.created_before is not None:
+            where.append(M.created_at < filters.created_before)
+        return where
+
+    # ---------------------------------------------------------------- writing
+
+    def insert(self, memory: Memory) -> int:
+        if self.is_tombstoned(memory.id):
+            raise ValueError("id already used")
+        counted = select(func.count()).where(self.here(), M.state == "active").scalar_subquery()
+        # The count rides on the INSERT itself: under the cap's threshold the cap costs no query.
+        before = self.conn.execute(
+            insert(memories).values(**self._row(memory)).returning(counted)
+        ).scalar_one()
+        # RETURNING sees the snapshot before the insert on PostgreSQL, after it on SQLite.
+        return int(before) + (1 if self.store.postgres and memory.state == "active" else 0)
+
+    def save(self, memory: Memory, expected_revision: int) -> bool:
+        row = self._row(memory)
+        row.pop("id")
+        row.pop("created_at")
+        done = self.conn.execute(
+            update(memories).where(self.here(), M.id == memory.id, M.revision == expected_revision).values(**row)
+        ).rowcount
+        return bool(done)
+
+    def push_revision(self, revision: Revision) -> None:
+        e = revision.embedding
+        self.conn.execute(
+            insert(memory_revisions).values(
+                memory_id=revision.memory_id, revision=revision.revision, owner_id=self.place.owner_id,
+                scope=self.place.scope, text=self.store.encrypt(revision.text), kind=revision.kind,
+                importance=revision.importance, origin=revision.origin, sources=_sources_json(revision.sources),
+                op=revision.op, written_at=revision.written_at,
+                embedding_model=e.model if e else None, embedding=e.vector if e else None,
+            )
+        )
+
+    def pop_revision(self, memory_id: str) -> Revision | None:
+        row = self.conn.execute(
+            select(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
+            .order_by(R.revision.desc()).limit(1)
+        ).mappings().first()
+        if row is None:
+            return None
+        self.conn.execute(
+            delete(memory_revisions).where(
+                self.here(memory_revisions), R.memory_id == memory_id, R.revision == row["revision"]
+            )
+        )
+        return self._revision(row)
+
+    def remove(self, ids: Sequence[str]) -> tuple[int, int]:
+        wanted = list({i for i in ids if isinstance(i, str)})
+        if not wanted:
+            return 0, 0
+        revisions = self.conn.execute(
+            delete(memory_revisions).where(self.here(memory_revisions), R.memory_id.in_(wanted))
+        ).rowcount
+        removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
+        return removed, revisions
+
+    def remove_all(self) -> tuple[int, int]:
+        revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
+        removed = self.conn.execute(delete(memories).where(self.here())).rowcount
+        return removed, revisions
+
+    def set_state(self, ids: Sequence[str], state: str) -> int:
+        if not ids:
+            return 0
+        return self.conn.execute(
+            update(memories).where(self.here(), M.id.in_(list(ids)), M.state != state).values(state=state)
+        ).rowcount
+
+    def mark_used(self, ids: Sequence[str], at: datetime) -> int:
+        wanted = list({i for i in ids if isinstance(i, str)})
+        if not wanted:
+            return 0
+        return self.conn.execute(
+            update(memories).where(self.here(), M.id.in_(wanted), M.state == "active").values(last_used_at=at)
+        ).rowcount
+
+    def mark_seen(self, ids: Sequence[str]) -> int:
+        wanted = list({i for i in ids if isinstance(i, str)})
+        if not wanted:
+            return 0
+        return self.conn.execute(
+            update(memories).where(self.here(), M.id.in_(wanted), M.seen.is_(False)).values(seen=True)
+        ).rowcount
+
+    # ---------------------------------------------------------------- tombstones, settings, refs
+
+    def tombstone(self, ids: Sequence[str], at: datetime) -> None:
+        for memory_id in dict.fromkeys(ids):
+            if not self.is_tombstoned(memory_id):
+                self.conn.execute(
+                    insert(memory_tombstones).values(
+                        owner_id=self.place.owner_id, scope=self.place.scope, memory_id=memory_id, forgotten_at=at
+                    )
+                )
+
+    def is_tombstoned(self, memory_id: str) -> bool:
+        found = self.conn.execute(
+            select(literal(1)).where(self.here(memory_tombstones), memory_tombstones.c.memory_id == memory_id)
+        ).first()
+        return found is not None
+
+    def settings(self) -> Settings:
+        paused = self.conn.execute(select(memory_settings.c.paused).where(self.here(memory_settings))).scalar()
+        return Settings(paused=bool(paused))
+
+    def set_settings(self, settings: Settings) -> None:
+        values = {"paused": settings.paused, "updated_at": _now()}
+        done = self.conn.execute(update(memory_settings).where(self.here(memory_settings)).values(**values)).rowcount
+        if not done:
+            self.conn.execute(
+                insert(memory_settings).values(owner_id=self.place.owner_id, scope=self.place.scope, **values)
+            )
+
+    def claim_ref(self, ref: str, at: datetime) -> bool:
+        exists = self.conn.execute(
+            select(literal(1)).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
+        ).first()
+        if exists:
+            return False
+        self.conn.execute(
+            insert(consolidation_refs).values(owner_id=self.place.owner_id, scope=self.place.scope, ref=ref, claimed_at=at)
+        )
+        return True
+
+    def release_ref(self, ref: str) -> bool:
+        return bool(
+            self.conn.execute(
+                delete(consolidation_refs).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
+            ).rowcount
+        )
+
+    # ---------------------------------------------------------------- receipts
+
+    def get_receipt(self, key: str) -> Receipt | None:
+        row = self.conn.execute(
+            select(idempotency_receipts).where(self.here(idempotency_receipts), idempotency_receipts.c.key == key)
+        ).mappings().first()
+        if row is None:
+            return None
+        response = json.loads(self.store.decrypt(row["response"])) if row["response"] is not None else None
+        return Receipt(
+            key=row["key"], request_hash=row["request_hash"], status=row["status"], response=response,
+            memory_ids=tuple(json.loads(row["memory_ids"])), created_at=row["created_at"], redacted=row["redacted"],
+        )
+
+    def put_receipt(self, receipt: Receipt) -> None:
+        response = None if receipt.response is None else self.store.encrypt(json.dumps(receipt.response))
+        self.conn.execute(
+            insert(idempotency_receipts).values(
+                owner_id=self.place.owner_id, scope=self.place.scope, key=receipt.key,
+                request_hash=receipt.request_hash, status=receipt.status, response=response,
+                memory_ids=json.dumps(list(receipt.memory_ids)), redacted=receipt.redacted,
+                created_at=receipt.created_at or _now(),
+            )
+        )
+
+    def redact_receipts(self, memory_id: str) -> int:
+        t = idempotency_receipts.c
+        return self.conn.execute(
+            update(idempotency_receipts)
+            .where(self.here(idempotency_receipts), t.redacted.is_(False), t.memory_ids.contains(json.dumps(memory_id)))
+            .values(response=None, redacted=True)
+        ).rowcount
+
+    # ---------------------------------------------------------------- rows
+
+    def _row(self, m: Memory) -> dict[str, Any]:
+        e = m.embedding
+        return {
+            "id": m.id, "owner_id": self.place.owner_id, "scope": self.place.scope, "revision": m.revision,
+            "text": self.store.encrypt(m.text),
+            "search_text": search_text(m.text) if self.store.searches_text else None,
+            "words_key": m.words_key, "kind": m.kind, "importance": m.importance, "role": m.role,
+            "origin": m.origin, "sources": _sources_json(m.sources), "channel": m.channel, "seen": m.seen,
+            "pinned": m.pinned, "state": m.state, "last_op": m.last_op, "created_at": m.created_at,
+            "updated_at": m.updated_at, "last_used_at": m.last_used_at,
+            "embedding_model": e.model if e else None, "embedding_dim": e.dim if e else None,
+            "embedding": e.vector if e else None,
+        }
+
+    def _memory(self, r: RowMapping) -> Memory:
+        vector = r["embedding"]
+        return Memory(
+            id=r["id"], owner_id=r["owner_id"], scope=r["scope"], revision=r["revision"],
+            text=self.store.decrypt(r["text"]), kind=r["kind"], importance=r["importance"],
+            created_at=r["created_at"], updated_at=r["updated_at"], role=r["role"], origin=r["origin"],
+            sources=_sources(r["sources"]), channel=r["channel"], seen=bool(r["seen"]), pinned=bool(r["pinned"]),
+            state=r["state"], last_used_at=r["last_used_at"],
+            embedding=Embedding(r["embedding_model"], vector) if vector is not None and r["embedding_model"] else None,
+            last_op=r["last_op"], words_key=r["words_key"],
+        )
+
+    def _revision(self, r: RowMapping) -> Revision:
+        vector = r["embedding"]
+        return Revision(
+            memory_id=r["memory_id"], revision=r["revision"], text=self.store.decrypt(r["text"]), kind=r["kind"],
+            importance=r["importance"], origin=r["origin"], sources=_sources(r["sources"]),
+            written_at=r["written_at"], op=r["op"],
+            embedding=Embedding(r["embedding_model"], np.asarray(vector, np.float32)) if vector is not None else None,
+        )
+
+
+def _sources_json(sources: Sequence[Source]) -> str:
+    return json.dumps([s.to_json() for s in sources])
+
+
+def _sources(raw: str) -> tuple[Source, ...]:
+    return tuple(Source.from_json(s) for s in json.loads(raw or "[]"))
+
+
+def _now() -> datetime:
+    from portal.memory.ports import utc_now
+
+    return utc_now()

@@ -1,0 +1,190 @@
+"""The database schema as SQLAlchemy Core tables; Alembic migrations create exactly this.
+
+Vectors are pgvector `vector` on PostgreSQL (no fixed size: rows of several models and sizes may
+coexist, and a query only ever compares rows of one model and one size) and float32 blobs on
+SQLite. Times are stored in UTC and read back timezone-aware.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp kept in UTC; SQLite's naive values come back marked UTC."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+class VectorType(TypeDecorator[np.ndarray]):
+    """pgvector `vector` on PostgreSQL, a float32 blob elsewhere."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from pgvector.sqlalchemy import VECTOR
+
+            return dialect.type_descriptor(VECTOR())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        vector = np.asarray(value, dtype=np.float32)
+        return vector if dialect.name == "postgresql" else vector.tobytes()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        if value is None:
+            return None
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return np.frombuffer(bytes(value), dtype=np.float32).copy()
+        return np.asarray(value, dtype=np.float32)
+
+
+def _id(name: str = "id", **kw: Any) -> Column[str]:
+    return Column(name, String(64), **kw)
+
+
+tenants = Table(
+    "tenants",
+    metadata,
+    _id(primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("ai_enabled", Boolean, nullable=False, default=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    _id(primary_key=True),
+    Column("owner_id", String(200), nullable=False),
+    Column("scope", String(200), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("search_text", Text, nullable=True),
+    Column("words_key", String(64), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("importance", Integer, nullable=False),
+    Column("role", String(64), nullable=True),
+    Column("origin", String(16), nullable=False),
+    Column("sources", Text, nullable=False),
+    Column("channel", String(16), nullable=False),
+    Column("seen", Boolean, nullable=False),
+    Column("pinned", Boolean, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("last_op", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("last_used_at", UTCDateTime, nullable=True),
+    Column("embedding_model", String(200), nullable=True),
+    Column("embedding_dim", Integer, nullable=True),
+    Column("embedding", VectorType, nullable=True),
+    Index("ix_memories_place_state", "owner_id", "scope", "state"),
+    Index("ix_memories_place_created", "owner_id", "scope", "created_at", "id"),
+    Index("ix_memories_place_words", "owner_id", "scope", "words_key"),
+    Index("ix_memories_embedding_model", "embedding_model"),
+)
+
+memory_revisions = Table(
+    "memory_revisions",
+    metadata,
+    Column("memory_id", String(64), primary_key=True),
+    Column("revision", Integer, primary_key=True),
+    Column("owner_id", String(200), nullable=False),
+    Column("scope", String(200), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("importance", Integer, nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("sources", Text, nullable=False),
+    Column("op", String(16), nullable=False),
+    Column("written_at", UTCDateTime, nullable=False),
+    Column("embedding_model", String(200), nullable=True),
+    Column("embedding", VectorType, nullable=True),
+    Index("ix_memory_revisions_place", "owner_id", "scope"),
+)
+
+memory_settings = Table(
+    "memory_settings",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("paused", Boolean, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+consolidation_refs = Table(
+    "consolidation_refs",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("ref", String(200), primary_key=True),
+    Column("claimed_at", UTCDateTime, nullable=False),
+)
+
+idempotency_receipts = Table(
+    "idempotency_receipts",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("request_hash", String(64), nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("response", Text, nullable=True),
+    Column("memory_ids", Text, nullable=False),
+    Column("redacted", Boolean, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+memory_tombstones = Table(
+    "memory_tombstones",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("memory_id", String(64), primary_key=True),
+    Column("forgotten_at", UTCDateTime, nullable=False),
+)
+
+OWNER_TABLES = (memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones)
