@@ -56,7 +56,7 @@ class FernetCipher:
         fernets = []
         for position, key in enumerate(keys, start=1):
             try:
-                fernets.append(Fernet(key.strip()))
+                fernets.append(Fernet(_canonical_key(key)))
             except (ValueError, TypeError, AttributeError):
                 # Position only: the key itself never goes into a message or a log.
                 raise ValueError(
@@ -65,7 +65,7 @@ class FernetCipher:
                 ) from None
         self._fernet = MultiFernet(fernets)
         self.key_count = len(fernets)
-        self.digest_key = _derive_digest_key(base64.urlsafe_b64decode(keys[0].strip().encode("ascii")))
+        self.digest_key = _derive_digest_key(base64.urlsafe_b64decode(_canonical_key(keys[0])))
 
     @classmethod
     def from_env_value(cls, value: str) -> FernetCipher:
@@ -98,6 +98,19 @@ class FernetCipher:
             return self._fernet.rotate(token.encode("ascii")).decode("ascii")
         except (InvalidToken, UnicodeEncodeError):
             raise CipherError("cannot rotate: no configured key matches, or the token was altered") from None
+
+
+def _canonical_key(key: str) -> str:
+    """The key, checked to be exactly what `generate_key` makes.
+
+    Lenient base64 decoding ignores characters after the padding, so a key pasted with a stray
+    character would otherwise be accepted as a different-looking but equal key; refuse it instead.
+    """
+    key = key.strip()
+    raw = base64.urlsafe_b64decode(key.encode("ascii"))
+    if len(raw) != 32 or base64.urlsafe_b64encode(raw).decode("ascii") != key:
+        raise ValueError("not a canonical Fernet key")
+    return key
 
 
 def _derive_digest_key(key_material: bytes) -> bytes:

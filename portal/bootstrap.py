@@ -1,0 +1,73 @@
+"""The composition root: turns a Config into an engine, a store, an embedder and the service.
+
+Nothing here runs at import time; the web app, the CLI and the tests each call `build_runtime`.
+The embedding model itself loads on first use, not here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+
+from portal.adapters.cipher import FernetCipher, check_cipher
+from portal.adapters.embedders import build_embedder
+from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.store import SqlStore
+from portal.adapters.sql.tenants import Tenants
+from portal.config import Config, ConfigError
+from portal.memory import MemoryService, Options
+from portal.memory.ports import Embedder
+from portal.memory.rules import load_rules
+from portal.memory.types import Place
+
+
+@dataclass
+class Runtime:
+    config: Config
+    engine: Engine
+    store: SqlStore
+    tenants: Tenants
+    service: MemoryService
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def build_runtime(config: Config, embedder: Embedder | None | str = "config", engine: Engine | None = None) -> Runtime:
+    """Wire everything from `config`. `embedder` may be handed in (tests pass a fake or None)."""
+    engine = engine or make_engine(config.database_url)
+    cipher = None
+    if config.encryption_keys:
+        try:
+            cipher = FernetCipher.from_env_value(config.encryption_keys)
+            check_cipher(cipher)
+        except ValueError as exc:
+            raise ConfigError(f"MEMORY_ENCRYPTION_KEYS: {exc}") from None
+    try:
+        rules = load_rules(config.rules_file) if config.rules_file else []
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"MEMORY_RULES_FILE: {exc}") from None
+    if embedder == "config":
+        try:
+            chosen = build_embedder(
+                config.embedder, config.embedding_model, config.embedding_base_url, config.embedding_api_key
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        chosen = embedder  # type: ignore[assignment]
+    store = SqlStore(engine, cipher=cipher)
+    tenants = Tenants(engine)
+
+    def ai_enabled(place: Place) -> bool:
+        return config.ai_enabled and tenants.ai_enabled(place)
+
+    service = MemoryService(
+        store,
+        embedder=chosen,
+        options=Options(rules=rules, max_active=config.max_active, trim_above=config.trim_above),
+        mask=config.mask,
+        ai_enabled=ai_enabled,
+    )
+    return Runtime(config, engine, store, tenants, service)

@@ -1,0 +1,193 @@
+"""The `memory-portal` command line (also under `flask --app portal ...`).
+
+Each command builds the runtime from the environment, calls one service function and prints
+ids and counts, never a person's words (except `export`, whose whole point is to hand them over).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from portal.bootstrap import Runtime, build_runtime
+from portal.config import ConfigError, load_config
+from portal.memory import Place, Saved
+
+DEMO_TENANT = "Demo"
+DEMO_OWNER = "demo-ada"
+DEMO_MEMORIES = (
+    ("Prefers short answers with an example first", "preference", 5),
+    ("Is learning Spanish before a trip to Seville in May", "goal", 4),
+    ("Works as a nurse on night shifts", "fact", 4),
+    ("Has a cat called Miso", "fact", 3),
+    ("Likes green tea, not coffee", "preference", 3),
+    ("Felt anxious about the driving test last week", "feeling", 2),
+    ("Ran a first 10 km race in October", "event", 3),
+    ("Writes Python and a little C# at work", "fact", 3),
+)
+
+
+def _runtime() -> Runtime:
+    """The app's runtime under `flask`, or one built from the environment for the console script."""
+    ctx = click.get_current_context()
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = {}
+    if "runtime" not in root.obj:
+        try:
+            from flask import current_app
+
+            root.obj["runtime"] = current_app.extensions["memory_runtime"]
+        except RuntimeError:
+            try:
+                root.obj["runtime"] = build_runtime(load_config())
+            except ConfigError as exc:
+                raise click.ClickException(str(exc)) from None
+    runtime: Runtime = root.obj["runtime"]
+    return runtime
+
+
+def _tenant_id(runtime: Runtime, name_or_id: str | None) -> str:
+    if name_or_id is None:
+        return ""
+    tenant = runtime.tenants.find(name_or_id)
+    if tenant is None:
+        raise click.ClickException(f"no tenant named or numbered {name_or_id!r}")
+    return tenant.id
+
+
+@click.group(name="memory-portal")
+def main() -> None:
+    """memory portal: what an AI assistant remembers about each person."""
+
+
+@main.group()
+def db() -> None:
+    """The database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the migrations (idempotent); creates the vector extension on PostgreSQL."""
+    from portal.adapters.sql.migrate import current_revision, upgrade
+
+    runtime = _runtime()
+    upgrade(runtime.engine)
+    click.echo(f"database at revision {current_revision(runtime.engine)}")
+
+
+@main.group()
+def tenant() -> None:
+    """Tenants (scopes) and their AI switch."""
+
+
+@tenant.command("create")
+@click.argument("name")
+@click.option("--ai/--no-ai", default=True, help="Whether the assistant's AI is on for this tenant.")
+def tenant_create(name: str, ai: bool) -> None:
+    """Make a tenant; prints its id."""
+    from portal.adapters.sql.tenants import TenantExists
+
+    try:
+        created = _runtime().tenants.create(name, ai_enabled=ai)
+    except TenantExists:
+        raise click.ClickException(f"a tenant named {name!r} exists already") from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(created.id)
+
+
+@tenant.command("list")
+def tenant_list() -> None:
+    """Tenants with their id and AI switch."""
+    for t in _runtime().tenants.all():
+        click.echo(f"{t.id}\t{t.name}\tai={'on' if t.ai_enabled else 'off'}")
+
+
+@tenant.command("ai")
+@click.argument("tenant_ref")
+@click.argument("state", type=click.Choice(["on", "off"]))
+def tenant_ai(tenant_ref: str, state: str) -> None:
+    """Switch the assistant's AI on or off for a tenant."""
+    runtime = _runtime()
+    runtime.tenants.set_ai(_tenant_id(runtime, tenant_ref), state == "on")
+    click.echo(f"ai {state}")
+
+
+@main.command()
+def demo() -> None:
+    """A demo tenant and a demo person with memories; prints how to look at them."""
+    from portal.adapters.sql.migrate import upgrade
+
+    runtime = _runtime()
+    upgrade(runtime.engine)
+    found = runtime.tenants.find(DEMO_TENANT) or runtime.tenants.create(DEMO_TENANT)
+    place = Place(DEMO_OWNER, found.id)
+    kept = 0
+    for text, kind, importance in DEMO_MEMORIES:
+        outcome = runtime.service.remember(place, text, kind=kind, importance=importance, on_duplicate="reinforce")
+        kept += isinstance(outcome, Saved)
+    click.echo(f"demo tenant {found.id} ({DEMO_TENANT}); person {DEMO_OWNER} has {kept} memories")
+    click.echo("run `memory-portal serve` and open http://127.0.0.1:8000/")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, type=int, show_default=True)
+@click.option("--workers", type=int, default=None, help="Worker processes (default: WEB_CONCURRENCY or 2).")
+@click.option("--timeout", type=int, default=60, show_default=True)
+def serve(host: str, port: int, workers: int | None, timeout: int) -> None:
+    """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
+    from portal.serve import run
+
+    try:
+        load_config()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
+    run(host, port, count, timeout)
+
+
+@main.command()
+@click.option("--limit", type=int, default=None, help="Embed at most this many memories.")
+def reindex(limit: int | None) -> None:
+    """Give a vector to memories without one (or of another model); resumable."""
+    from tqdm import tqdm
+
+    runtime = _runtime()
+    if runtime.service.embedder is None:
+        raise click.ClickException("no embedder configured (MEMORY_EMBEDDER=none)")
+    with tqdm(unit="memory", file=sys.stderr, disable=None) as bar:
+        done = runtime.service.reindex(limit=limit, progress=bar.update)
+    click.echo(f"embedded {done} memories")
+
+
+@main.command("purge-owner")
+@click.argument("owner_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def purge_owner(owner_id: str, yes: bool) -> None:
+    """Erase everything kept about OWNER_ID, in every tenant."""
+    if not yes:
+        click.confirm(f"Erase every memory of {owner_id} in every tenant?", abort=True)
+    counts = _runtime().service.purge_owner(owner_id)
+    click.echo(json.dumps(counts.to_json()))
+
+
+@main.command()
+@click.argument("owner_id")
+@click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
+def export(owner_id: str, tenant_ref: str | None) -> None:
+    """Print everything kept about OWNER_ID in one tenant, as JSON."""
+    runtime = _runtime()
+    data = runtime.service.export(Place(owner_id, _tenant_id(runtime, tenant_ref)))
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def register(app: Any) -> None:
+    """Make the same commands available as `flask --app portal <command>`."""
+    for command in main.commands.values():
+        app.cli.add_command(command)

@@ -1,0 +1,155 @@
+"""Configuration from the environment (a `.env` file is read when present).
+
+The default runs embedded: a SQLite file under `instance/` and the local embedding model. A bad
+value stops start-up with a message naming the variable; `MEMORY_ENV=production` also requires
+`MEMORY_SECRET_KEY` and a PostgreSQL `MEMORY_DATABASE_URL`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off")
+EMBEDDERS = ("local", "openai", "none")
+MASKS = ("none", "pii")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Config:
+    env: str = "development"
+    instance_path: Path = field(default_factory=lambda: Path("instance").resolve())
+    database_url: str = ""
+    secret_key: str = ""
+    embedder: str = "local"
+    embedding_model: str | None = None
+    embedding_base_url: str | None = None
+    embedding_api_key: str | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    ai_enabled: bool = True
+    encryption_keys: str | None = None
+    rules_file: Path | None = None
+    mask: str = "none"
+    max_active: int | None = 1000
+    trim_above: int | None = None
+
+    @property
+    def production(self) -> bool:
+        return self.env == "production"
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.database_url.startswith(("postgresql", "postgres:"))
+
+
+def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str, object] | None = None) -> Config:
+    """Read the configuration, raising ConfigError naming the first bad variable."""
+    if environ is None:
+        from dotenv import load_dotenv
+
+        load_dotenv(override=False)
+        environ = os.environ
+    env = environ.get("MEMORY_ENV", "development").strip().lower() or "development"
+    if env not in ("development", "production", "test"):
+        raise ConfigError("MEMORY_ENV must be development, production or test")
+    instance = Path(environ.get("MEMORY_INSTANCE_PATH", "instance")).resolve()
+    database_url = environ.get("MEMORY_DATABASE_URL", "").strip()
+    secret_key = environ.get("MEMORY_SECRET_KEY", "").strip()
+    if env == "production":
+        if not secret_key:
+            raise ConfigError("MEMORY_SECRET_KEY is required in production")
+        if len(secret_key) < 32:
+            raise ConfigError("MEMORY_SECRET_KEY must be at least 32 characters")
+        if not database_url.startswith(("postgresql", "postgres:")):
+            raise ConfigError("MEMORY_DATABASE_URL must be a PostgreSQL URL in production")
+    if not database_url:
+        database_url = f"sqlite:///{instance / 'memory.db'}"
+    elif not database_url.startswith(("postgresql", "postgres:", "sqlite:")):
+        raise ConfigError("MEMORY_DATABASE_URL must start with postgresql:// or sqlite://")
+
+    embedder = environ.get("MEMORY_EMBEDDER", "local").strip().lower() or "local"
+    if embedder not in EMBEDDERS:
+        raise ConfigError("MEMORY_EMBEDDER must be one of local, openai, none")
+    embedding_base_url = environ.get("MEMORY_EMBEDDING_BASE_URL") or None
+    if embedder == "openai" and not embedding_base_url:
+        raise ConfigError("MEMORY_EMBEDDING_BASE_URL is required when MEMORY_EMBEDDER=openai")
+    mask = environ.get("MEMORY_MASK", "none").strip().lower() or "none"
+    if mask not in MASKS:
+        raise ConfigError("MEMORY_MASK must be none or pii")
+    rules_file = environ.get("MEMORY_RULES_FILE") or None
+    if rules_file and not Path(rules_file).is_file():
+        raise ConfigError("MEMORY_RULES_FILE does not name a readable file")
+
+    config = Config(
+        env=env,
+        instance_path=instance,
+        database_url=database_url,
+        secret_key=secret_key,
+        embedder=embedder,
+        embedding_model=environ.get("MEMORY_EMBEDDING_MODEL") or None,
+        embedding_base_url=embedding_base_url,
+        embedding_api_key=environ.get("MEMORY_EMBEDDING_API_KEY") or environ.get("MEMORY_LLM_API_KEY") or None,
+        llm_base_url=environ.get("MEMORY_LLM_BASE_URL") or None,
+        llm_model=environ.get("MEMORY_LLM_MODEL") or None,
+        llm_api_key=environ.get("MEMORY_LLM_API_KEY") or None,
+        ai_enabled=_bool(environ, "MEMORY_AI_ENABLED", True),
+        encryption_keys=environ.get("MEMORY_ENCRYPTION_KEYS") or None,
+        rules_file=Path(rules_file) if rules_file else None,
+        mask=mask,
+        max_active=_int(environ, "MEMORY_MAX_ACTIVE", 1000, minimum=0) or None,
+        trim_above=_int(environ, "MEMORY_TRIM_ABOVE", 0, minimum=0) or None,
+    )
+    if overrides:
+        config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]
+    return config
+
+
+def secret_key_for(config: Config) -> str:
+    """The configured key, or in development one generated once and kept under instance/."""
+    if config.secret_key:
+        return config.secret_key
+    if config.production:
+        raise ConfigError("MEMORY_SECRET_KEY is required in production")
+    path = config.instance_path / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+def _bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    raise ConfigError(f"{name} must be true or false")
+
+
+def _int(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}")
+    return value

@@ -1,0 +1,39 @@
+"""Running the app on gunicorn from Python (`memory-portal serve`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+
+class PortalServer(BaseApplication):  # type: ignore[misc]
+    """gunicorn with our app factory; each worker builds its own engine after the fork."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from portal.web.app import create_app
+
+        return create_app()
+
+
+def run(host: str, port: int, workers: int, timeout: int = 60) -> None:
+    PortalServer(
+        {
+            "bind": f"{host}:{port}",
+            "workers": max(1, workers),
+            "timeout": timeout,
+            "graceful_timeout": 30,
+            "accesslog": "-",
+            # Paths and status codes only: query strings can hold a person's words.
+            "access_log_format": '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms',
+            "errorlog": "-",
+        }
+    ).run()

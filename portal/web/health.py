@@ -1,0 +1,40 @@
+"""Liveness, readiness and the home page (until the people's portal lands)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, jsonify, render_template
+from flask.typing import ResponseReturnValue
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/healthz")
+def healthz() -> ResponseReturnValue:
+    """The process answers; says nothing of its dependencies."""
+    return jsonify(status="ok")
+
+
+@bp.get("/readyz")
+def readyz() -> ResponseReturnValue:
+    """Ready when the database answers and the schema is migrated."""
+    from portal.adapters.sql.migrate import current_revision, head_revision
+    from portal.web.app import runtime_of
+
+    engine = runtime_of(current_app).engine
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        migrated = current_revision(engine) == head_revision()
+    except SQLAlchemyError as exc:
+        current_app.logger.warning("readyz.database_unreachable error=%s", type(exc).__name__)
+        return jsonify(status="unavailable", database="unreachable"), 503
+    if not migrated:
+        return jsonify(status="unavailable", database="not_migrated"), 503
+    return jsonify(status="ready", database="ok")
+
+
+@bp.get("/")
+def home() -> ResponseReturnValue:
+    return render_template("home.html")

@@ -1,0 +1,1 @@
+"""Unit tests of the service layer against the in-memory store."""
