@@ -22,9 +22,7 @@ UNMODELLED_INDEXES = ("ix_memories_search_text_gin",)
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
     if type_ == "table" and name and name.startswith(UNMODELLED):
         return False
-    if type_ == "index" and name in UNMODELLED_INDEXES:
-        return False
-    return True
+    return not (type_ == "index" and name in UNMODELLED_INDEXES)
 
 
 def compare_type(ctx: Any, inspected: Any, metadata_column: Any, inspected_type: Any, metadata_type: Any) -> bool | None:

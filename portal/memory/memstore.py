@@ -7,6 +7,7 @@ rolls back for free.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ class _PlaceData:
     refs: dict[str, datetime] = field(default_factory=dict)
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
-    matrices: dict[tuple[str, int], tuple[list[str], np.ndarray]] = field(default_factory=dict)
+    matrices: dict[tuple[str, int], tuple[builtins.list[str], np.ndarray]] = field(default_factory=dict)
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -55,9 +56,7 @@ def matches(memory: Memory, filters: Filters) -> bool:
         return False
     if filters.created_after is not None and memory.created_at <= filters.created_after:
         return False
-    if filters.created_before is not None and memory.created_at >= filters.created_before:
-        return False
-    return True
+    return not (filters.created_before is not None and memory.created_at >= filters.created_before)
 
 
 def newest_first(memory: Memory) -> tuple[datetime, str]:
@@ -87,10 +86,10 @@ class _Tx:
         found = self._data.memories.get(memory_id) if isinstance(memory_id, str) else None
         return found.copy() if found else None
 
-    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+    def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
         return [m for m in (self.get(i) for i in ids) if m is not None]
 
-    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> list[Memory]:
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]:
         rows = [m for m in self._data.memories.values() if matches(m, filters)]
         if after is not None:
             key = (after.created_at, after.id)
@@ -107,7 +106,7 @@ class _Tx:
                 return m.copy()
         return None
 
-    def nearest(self, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         key = (query.model, query.dim)
         cached = self._data.matrices.get(key) if filters == Filters() else None
         if cached is None:
@@ -122,14 +121,14 @@ class _Tx:
                 self._data.matrices[key] = cached
         return cosine_top(query.vector, cached[0], cached[1], limit)
 
-    def search_words(self, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
+    def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         docs = [(m.id, m.text) for m in self._data.memories.values() if matches(m, filters)]
         return bm25_top(query, docs, limit)
 
-    def history(self, memory_id: str) -> list[Revision]:
+    def history(self, memory_id: str) -> builtins.list[Revision]:
         return list(reversed(self._data.revisions.get(memory_id, [])))
 
-    def trim_candidates(self, count: int) -> list[str]:
+    def trim_candidates(self, count: int) -> builtins.list[str]:
         active = [m for m in self._data.memories.values() if m.state == "active" and not m.pinned]
         active.sort(key=lambda m: (m.importance, m.last_useful_at, m.id))
         return [m.id for m in active[:count]]
@@ -278,8 +277,8 @@ class InMemoryStore:
                 tombstones += len(data.tombstones)
         return PurgeCounts(memories, revisions, settings, refs, receipts, tombstones)
 
-    def needing_vector(self, model: str, dim: int | None, limit: int) -> list[NeedsVector]:
-        out: list[NeedsVector] = []
+    def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]:
+        out: builtins.list[NeedsVector] = []
         for place, data in list(self._places.items()):
             for m in sorted(data.memories.values(), key=lambda m: m.id):
                 e = m.embedding

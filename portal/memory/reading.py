@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import logging
 from collections.abc import Sequence
@@ -48,7 +49,7 @@ class Reading:
             raise NotFound()
         return memory
 
-    def history(self, place: Place, memory_id: str) -> list[Revision]:
+    def history(self, place: Place, memory_id: str) -> builtins.list[Revision]:
         """Every revision still kept, newest (the current one) first."""
         place = as_place(place)
         with self.store.read(place) as tx:
@@ -90,7 +91,7 @@ class Reading:
         rows = rows[:limit]
         return Page(rows, encode_cursor(rows[-1]) if more else None)
 
-    def list_unseen(self, place: Place, limit: int = 50) -> list[Memory]:
+    def list_unseen(self, place: Place, limit: int = 50) -> builtins.list[Memory]:
         """What was learnt in the background (consolidation) and the person has not seen yet."""
         return self.list(place, channel="background", seen=False, limit=limit).items
 
@@ -117,7 +118,7 @@ class Reading:
         before: datetime | None = None,
         limit: int = 5,
         min_similarity: float | None = None,
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         """The memories that best answer `query`: meaning and words fused by reciprocal rank.
 
         Without an embedder, with the AI off or while the embedder fails, it ranks by words, then
@@ -188,7 +189,7 @@ class Reading:
             chosen = [m for m in tx.list(Filters()) if m.pinned or m.importance >= floor]
         chosen.sort(key=lambda m: (not m.pinned, -m.last_useful_at.timestamp(), m.id))
         text_of = (lambda m: self.mask(m.text, place)) if masked else (lambda m: m.text)
-        kept: list[Memory] = []
+        kept: builtins.list[Memory] = []
         used = 0
         for memory in chosen:
             cost = _cost(format, text_of(memory), memory)
@@ -226,7 +227,7 @@ def _cost(format: str, text: str, memory: Memory) -> int:
     return len(text) + 3
 
 
-def _render(format: str, kept: list[Memory], text_of: Any) -> str:
+def _render(format: str, kept: builtins.list[Memory], text_of: Any) -> str:
     if format == "json":
         return json.dumps(
             [{"id": m.id, "text": text_of(m), "kind": m.kind, "importance": m.importance} for m in kept],
@@ -258,7 +259,7 @@ def decode_cursor(cursor: str) -> Cursor:
         raise InvalidArgument("invalid_cursor") from None
 
 
-def _ids(ids: Any) -> list[str]:
+def _ids(ids: Any) -> builtins.list[str]:
     if isinstance(ids, str) or not isinstance(ids, (list, tuple, set, frozenset)):
         raise InvalidArgument("invalid_ids")
     return [i for i in ids if isinstance(i, str)]

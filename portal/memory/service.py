@@ -160,11 +160,13 @@ class MemoryService(Reading):
         A model's write (`origin="inferred"`) never changes an asserted memory's origin or sources.
         """
         place = as_place(place)
+        seen_revision = 0
         for _attempt in range(3):
             with self.store.read(place) as tx:
                 current = tx.get(memory_id)
             if current is None:
                 return Refused("not_found")
+            seen_revision = current.revision
             if expected_revision is not None and expected_revision != current.revision:
                 return Refused("conflict", actual_revision=current.revision)
             draft = self._draft(
@@ -205,7 +207,8 @@ class MemoryService(Reading):
                 tx.commit()
             log.info("memory.update place=%s id=%s revision=%s", _pid(place), memory_id, changed.revision)
             return Saved(changed)
-        return Refused("conflict", actual_revision=current.revision)
+        # Three rounds lost to concurrent writers: tell the caller rather than loop forever.
+        return Refused("conflict", actual_revision=seen_revision)
 
     def pin(self, place: Place, memory_id: str, pinned: bool = True) -> Saved | Refused:
         """Pin (always in the portrait) or unpin a memory; no new revision."""
@@ -314,7 +317,7 @@ class MemoryService(Reading):
             if not todo:
                 continue
             vectors, model = self.embedder.embed([self.mask(t.text, t.place) for t in todo], "document")
-            for item, vector in zip(todo, vectors):
+            for item, vector in zip(todo, vectors, strict=True):
                 embedding = Embedding(model, as_vector(vector))
                 if self.store.set_embedding(item.place, item.id, item.revision, item.updated_at, embedding):
                     done += 1
@@ -380,7 +383,7 @@ class MemoryService(Reading):
         if mode == "reinforce":
             reinforced = existing.copy(
                 importance=max(existing.importance, draft.importance), updated_at=now,
-                embedding=existing.embedding or embedding, last_op="reinforce" if existing.last_op != "create" else "create",
+                embedding=existing.embedding or embedding, last_op="reinforce",
             )
             tx.save(reinforced, existing.revision)
             return Saved(reinforced, reinforced=True)

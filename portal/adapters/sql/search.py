@@ -73,10 +73,10 @@ def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[
             + ([] if filters.state is None else ["m.state = :state"])
         )
         rows = tx.conn.execute(
-            text(
+            text(  # noqa: S608 - only fixed fragments are joined; values are bound parameters
                 "SELECT m.id AS id, bm25(memories_fts) AS r FROM memories_fts "
                 "JOIN memories m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH :match AND {place_sql} ORDER BY r, m.id"  # noqa: S608 - fixed fragments
+                f"WHERE memories_fts MATCH :match AND {place_sql} ORDER BY r, m.id"
             ),
             {"match": match, "owner": tx.place.owner_id, "scope": tx.place.scope, "state": filters.state},
         ).all()

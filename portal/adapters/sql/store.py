@@ -7,6 +7,7 @@ database, which then cannot search it (`searches_text` is False and the service 
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -99,7 +100,7 @@ class SqlStore:
             tombstones=counts["memory_tombstones"],
         )
 
-    def needing_vector(self, model: str, dim: int | None, limit: int) -> list[NeedsVector]:
+    def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]:
         stale = (M.embedding_model.is_(None)) | (M.embedding_model != model)
         if dim is not None:
             stale = stale | (M.embedding_dim != dim)
@@ -154,7 +155,7 @@ class _SqlTx:
         row = self.conn.execute(select(memories).where(self.here(), M.id == memory_id)).mappings().first()
         return self._memory(row) if row else None
 
-    def get_many(self, ids: Sequence[str]) -> list[Memory]:
+    def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
         wanted = [i for i in ids if isinstance(i, str)]
         if not wanted:
             return []
@@ -162,7 +163,7 @@ class _SqlTx:
         by_id = {r["id"]: self._memory(r) for r in rows}
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
 
-    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> list[Memory]:
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]:
         query = select(memories).where(self.here(), *self.filtered(filters))
         if after is not None:
             query = query.where(
@@ -182,20 +183,20 @@ class _SqlTx:
         ).mappings().first()
         return self._memory(row) if row else None
 
-    def nearest(self, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         return nearest_rows(self, query, limit, filters)
 
-    def search_words(self, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
+    def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         return words_ranking(self, query, limit, filters)
 
-    def history(self, memory_id: str) -> list[Revision]:
+    def history(self, memory_id: str) -> builtins.list[Revision]:
         rows = self.conn.execute(
             select(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
             .order_by(R.revision.desc())
         ).mappings()
         return [self._revision(r) for r in rows]
 
-    def trim_candidates(self, count: int) -> list[str]:
+    def trim_candidates(self, count: int) -> builtins.list[str]:
         useful = func.coalesce(M.last_used_at, M.created_at)
         rows = self.conn.execute(
             select(M.id).where(self.here(), M.state == "active", M.pinned.is_(False))
@@ -203,8 +204,8 @@ class _SqlTx:
         )
         return list(rows.scalars())
 
-    def filtered(self, filters: Filters) -> list[ColumnElement[bool]]:
-        where: list[ColumnElement[bool]] = []
+    def filtered(self, filters: Filters) -> builtins.list[ColumnElement[bool]]:
+        where: builtins.list[ColumnElement[bool]] = []
         if filters.state is not None:
             where.append(M.state == filters.state)
         if filters.kinds is not None:
