@@ -43,7 +43,8 @@ def build_runtime(config: Config, embedder: Embedder | None | str = "config", en
             cipher = FernetCipher.from_env_value(config.encryption_keys)
             check_cipher(cipher)
         except ValueError as exc:
-            raise ConfigError(f"MEMORY_ENCRYPTION_KEYS: {exc}") from None
+            message = str(exc)
+            raise ConfigError(message if "MEMORY_ENCRYPTION_KEYS" in message else f"MEMORY_ENCRYPTION_KEYS: {message}") from None
     try:
         rules = load_rules(config.rules_file) if config.rules_file else []
     except (OSError, ValueError) as exc:

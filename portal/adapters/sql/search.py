@@ -73,8 +73,9 @@ def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[
             + ([] if filters.state is None else ["m.state = :state"])
         )
         rows = tx.conn.execute(
-            text(  # noqa: S608 - only fixed fragments are joined; values are bound parameters
-                "SELECT m.id AS id, bm25(memories_fts) AS r FROM memories_fts "
+            # Only fixed fragments are joined into this SQL; every value is a bound parameter.
+            text(
+                "SELECT m.id AS id, bm25(memories_fts) AS r FROM memories_fts "  # noqa: S608
                 "JOIN memories m ON m.rowid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH :match AND {place_sql} ORDER BY r, m.id"
             ),
