@@ -190,16 +190,17 @@ class Reading:
         chosen.sort(key=lambda m: (not m.pinned, -m.last_useful_at.timestamp(), m.id))
         text_of = (lambda m: self.mask(m.text, place)) if masked else (lambda m: m.text)
         kept: builtins.list[Memory] = []
-        used = 0
+        rendered = ""
         for memory in chosen:
-            cost = _cost(format, text_of(memory), memory)
-            if used + cost > budget:
+            # Measure what is really sent (headers, JSON fields and all): never over the budget.
+            attempt = _render(format, [*kept, memory], text_of)
+            if len(attempt) > budget:
                 if fill:
                     continue
                 break
             kept.append(memory)
-            used += cost
-        return Portrait(_render(format, kept, text_of), [m.id for m in kept])
+            rendered = attempt
+        return Portrait(rendered, [m.id for m in kept])
 
     def export(self, place: Place) -> dict[str, Any]:
         """Everything kept in this place: every memory with its revisions, and the settings."""
@@ -219,12 +220,6 @@ class Reading:
             "settings": {"paused": settings.paused},
             "memories": items,
         }
-
-
-def _cost(format: str, text: str, memory: Memory) -> int:
-    if format == "json":
-        return len(json.dumps({"id": memory.id, "text": text, "kind": memory.kind}, ensure_ascii=False)) + 2
-    return len(text) + 3
 
 
 def _render(format: str, kept: builtins.list[Memory], text_of: Any) -> str:
@@ -251,8 +246,10 @@ def decode_cursor(cursor: str) -> Cursor:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         created, memory_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if not isinstance(created, str) or not isinstance(memory_id, str):
+            raise ValueError
         moment = datetime.fromisoformat(created.replace("Z", "+00:00"))
-        if not isinstance(memory_id, str) or moment.tzinfo is None:
+        if moment.tzinfo is None:
             raise ValueError
         return Cursor(moment, memory_id)
     except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):

@@ -73,6 +73,15 @@ def pattern_rule(
     """Build a content rule from regular expressions (strings are compiled case-insensitive)."""
     if not isinstance(code, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", code):
         raise ValueError("a rule code is lower-case letters, digits and underscores")
+    # A lone string is one pattern (and one role), never a sequence of letters.
+    if isinstance(patterns, (str, re.Pattern)):
+        patterns = [patterns]
+    if isinstance(roles, str):
+        roles = [roles]
+    if isinstance(except_roles, str):
+        except_roles = [except_roles]
+    if not all(isinstance(p, (str, re.Pattern)) for p in patterns):
+        raise ValueError(f"rule {code}: patterns are regular expressions")
     compiled = tuple(p if isinstance(p, re.Pattern) else re.compile(p, re.IGNORECASE) for p in patterns)
     if not compiled:
         raise ValueError(f"rule {code} has no pattern")

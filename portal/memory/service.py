@@ -122,6 +122,8 @@ class MemoryService(Reading):
             now = self.clock()
             existing = self._duplicate_of(tx, draft.words_key, embedding)
             if existing is not None:
+                if pinned and not existing.pinned:
+                    existing = existing.copy(pinned=True)
                 result = self._meet_duplicate(
                     tx, existing, draft, embedding, mode, origin, tuple(sources), kind is not None, importance is not None
                 )
@@ -160,63 +162,72 @@ class MemoryService(Reading):
         A model's write (`origin="inferred"`) never changes an asserted memory's origin or sources.
         """
         place = as_place(place)
-        seen_revision = 0
-        for _attempt in range(3):
-            with self.store.read(place) as tx:
-                current = tx.get(memory_id)
+        with self.store.read(place) as tx:
+            before = tx.get(memory_id)
+        if before is None:
+            return Refused("not_found")
+        if expected_revision is not None and expected_revision != before.revision:
+            return Refused("conflict", actual_revision=before.revision)
+        draft = self._edit_draft(place, before, text, kind, importance, person_name)
+        if isinstance(draft, Refused):
+            return draft
+        # Embedding happens outside the transaction; the vector depends on the new text alone.
+        embedding = self._embed(place, draft.text, "document") if draft.text != before.text else before.embedding
+        with self.store.write(place) as tx:
+            current = tx.get(memory_id)
             if current is None:
                 return Refused("not_found")
-            seen_revision = current.revision
-            if expected_revision is not None and expected_revision != current.revision:
-                return Refused("conflict", actual_revision=current.revision)
-            draft = self._draft(
-                place,
-                current.text if text is None else text,
-                current.kind if kind is None else kind,
-                current.importance if importance is None else importance,
-                current.role, False, person_name, carried=current.text,
+            if current.revision != before.revision or current.updated_at != before.updated_at:
+                if expected_revision is not None:
+                    return Refused("conflict", actual_revision=current.revision)
+                # Someone wrote in between: apply this edit on top of theirs, checked again.
+                draft = self._edit_draft(place, current, text, kind, importance, person_name)
+                if isinstance(draft, Refused):
+                    return draft
+                if draft.text == current.text:
+                    embedding = current.embedding
+            content_changed = (draft.text, draft.kind, draft.importance) != (current.text, current.kind, current.importance)
+            changed = current.copy(
+                text=draft.text, kind=draft.kind, importance=draft.importance, words_key=draft.words_key,
+                embedding=embedding if draft.text != current.text else current.embedding,
+                pinned=current.pinned if pinned is None else bool(pinned),
             )
-            if isinstance(draft, Refused):
-                return draft
-            text_changed = draft.text != current.text
-            embedding = self._embed(place, draft.text, "document") if text_changed else current.embedding
-            with self.store.write(place) as tx:
-                now_current = tx.get(memory_id)
-                if now_current is None:
-                    return Refused("not_found")
-                if now_current.revision != current.revision or now_current.text != current.text:
-                    if expected_revision is not None:
-                        return Refused("conflict", actual_revision=now_current.revision)
-                    continue
-                content_changed = text_changed or draft.kind != current.kind or draft.importance != current.importance
-                changed = now_current.copy(
-                    text=draft.text, kind=draft.kind, importance=draft.importance, embedding=embedding,
-                    words_key=draft.words_key,
-                    pinned=now_current.pinned if pinned is None else bool(pinned),
-                )
-                if content_changed:
-                    changed.updated_at = self.clock()
-                    changed.origin, changed.sources = _provenance(now_current, origin, tuple(sources))
-                    if not in_place:
-                        tx.push_revision(_snapshot(now_current))
-                        changed.revision = now_current.revision + 1
-                        changed.last_op = "update"
-                    else:
-                        changed.last_op = "in_place"
-                tx.save(changed, now_current.revision)
-                tx.commit()
-            log.info("memory.update place=%s id=%s revision=%s", _pid(place), memory_id, changed.revision)
-            return Saved(changed)
-        # Three rounds lost to concurrent writers: tell the caller rather than loop forever.
-        return Refused("conflict", actual_revision=seen_revision)
+            if content_changed:
+                changed.updated_at = self.clock()
+                changed.origin, changed.sources = _provenance(current, origin, tuple(sources))
+                changed.revision = current.revision + 1
+                if in_place:
+                    # No earlier text survives an in-place edit: a regretted detail is gone for good.
+                    while tx.pop_revision(memory_id) is not None:
+                        pass
+                    changed.last_op = "in_place"
+                else:
+                    tx.push_revision(_snapshot(current))
+                    changed.last_op = "update"
+            tx.save(changed, current.revision)
+            tx.commit()
+        log.info("memory.update place=%s id=%s revision=%s", _pid(place), memory_id, changed.revision)
+        return Saved(changed)
+
+    def _edit_draft(
+        self, place: Place, current: Memory, text: Any, kind: Any, importance: Any, person_name: str | None
+    ) -> _Draft | Refused:
+        return self._draft(
+            place,
+            current.text if text is None else text,
+            current.kind if kind is None else kind,
+            current.importance if importance is None else importance,
+            current.role, False, person_name, carried=current.text,
+        )
 
     def pin(self, place: Place, memory_id: str, pinned: bool = True) -> Saved | Refused:
         """Pin (always in the portrait) or unpin a memory; no new revision."""
         return self.update(place, memory_id, pinned=pinned)
 
     def undo(self, place: Place, memory_id: str) -> Undone | Refused:
-        """Take back the last write: remove a memory just remembered, or bring back the revision an
-        update or a duplicate replacement overwrote. Refuses `nothing_to_undo` otherwise."""
+        """Take back the last write: remove a memory just remembered, or bring back the wording an
+        update or a duplicate replacement overwrote (as a new revision; the undone wording is
+        erased). Refuses `nothing_to_undo` otherwise."""
         place = as_place(place)
         with self.store.write(place) as tx:
             current = tx.get(memory_id)
@@ -233,8 +244,10 @@ class MemoryService(Reading):
             earlier = tx.pop_revision(memory_id)
             if earlier is None:
                 return Refused("nothing_to_undo")
+            # The restored wording gets a new revision number, so a writer still holding the undone
+            # revision (or the one before it) is refused by compare-and-set instead of slipping in.
             restored = current.copy(
-                revision=earlier.revision, text=earlier.text, kind=earlier.kind, importance=earlier.importance,
+                revision=current.revision + 1, text=earlier.text, kind=earlier.kind, importance=earlier.importance,
                 origin=earlier.origin, sources=earlier.sources, embedding=earlier.embedding,
                 words_key=words_key(earlier.text, self.store.words_secret), updated_at=self.clock(), last_op="undo",
             )

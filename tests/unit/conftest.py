@@ -10,15 +10,15 @@ import threading
 import unicodedata
 import zlib
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 
-from portal.memory import InMemoryStore, MemoryService, Options, Place
+from portal.memory import InMemoryStore, MemoryService, Place
 
-START = datetime(2025, 1, 1, 9, 0, tzinfo=timezone.utc)
+START = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 _TOKEN = re.compile(r"[a-z0-9#+]+")
 
 
@@ -164,7 +164,4 @@ def active_texts(service: MemoryService, place: Place) -> list[str]:
     return [m.text for m in service.list(place, limit=200).items]
 
 
-__all__ = [
-    "ConstantEmbedder", "FailingEmbedder", "FakeClock", "HashEmbedder", "Options", "START", "active_texts",
-    "remember_ok",
-]
+__all__ = ["START", "ConstantEmbedder", "FailingEmbedder", "FakeClock", "HashEmbedder", "active_texts", "remember_ok"]

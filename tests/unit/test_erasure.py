@@ -3,7 +3,7 @@ with its revisions, cannot come back, and leaves nothing in stored idempotent re
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,7 +12,7 @@ from portal.memory.types import Receipt
 
 from .conftest import START, remember_ok
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def _receipt(key, memory_ids, text):
@@ -77,10 +77,9 @@ def test_a_tombstone_blocks_reusing_a_forgotten_id(service, store, place):
         id=memory.id, owner_id=place.owner_id, scope=place.scope, revision=1, text="Likes tea", kind="fact",
         importance=3, created_at=START, updated_at=START,
     )
-    with pytest.raises(ValueError):
-        with store.write(place) as tx:
-            tx.insert(replay)
-            tx.commit()
+    with pytest.raises(ValueError), store.write(place) as tx:
+        tx.insert(replay)
+        tx.commit()
     with pytest.raises(NotFound):
         service.get(place, memory.id)
 

@@ -206,11 +206,6 @@ def test_a_bad_rules_file_raises_value_error(tmp_path, content):
         load_rules(path)
 
 
-@pytest.mark.xfail(
-    reason="BUG: rules.load_rules/pattern_rule iterate a string `patterns` character by character, "
-    "so `patterns = \"diagnos\"` refuses every text containing d, i, a, g, n, o or s",
-    strict=True,
-)
 def test_a_rules_file_with_patterns_as_a_string_is_not_one_rule_per_letter(tmp_path, make_service, place):
     path = tmp_path / "rules.toml"
     path.write_text('[[rule]]\ncode = "health"\npatterns = "diagnos"\n', encoding="utf-8")

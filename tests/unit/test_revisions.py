@@ -63,18 +63,23 @@ def test_in_place_overwrites_and_keeps_no_earlier_text(service, place):
     result = service.update(place, memory.id, text="Divorced in 2019", in_place=True)
     assert result.ok and result.memory.id == memory.id
     history = service.history(place, memory.id)
-    assert [(r.revision, r.text) for r in history] == [(1, "Divorced in 2019")]
+    # A new revision number (so stale writers are refused), and no earlier text at all.
+    assert [(r.revision, r.text) for r in history] == [(2, "Divorced in 2019")]
     assert "affair" not in repr(service.export(place))
     undone = service.undo(place, memory.id)
     assert isinstance(undone, Refused) and undone.code == "nothing_to_undo"
     assert service.get(place, memory.id).text == "Divorced in 2019"
 
 
-@pytest.mark.xfail(
-    reason="BUG: service.update(in_place=True) only overwrites the current revision; the text of earlier "
-    "revisions stays in history, so a detail present since revision 1 can still be read after an in-place edit",
-    strict=True,
-)
+def test_an_in_place_edit_after_an_update_has_nothing_to_undo(service, place):
+    memory = remember_ok(service, place, "Lives in Lyon")
+    service.update(place, memory.id, text="Lives in Paris")
+    service.update(place, memory.id, text="Lives in Paris, France", in_place=True)
+    undone = service.undo(place, memory.id)
+    assert isinstance(undone, Refused) and undone.code == "nothing_to_undo"
+    assert service.get(place, memory.id).text == "Lives in Paris, France"
+
+
 def test_in_place_after_an_update_leaves_the_regretted_detail_nowhere(service, place):
     memory = remember_ok(service, place, "Lives at 12 Rose Street, Lyon")
     service.update(place, memory.id, text="Lives at 12 Rose Street, Lyon, France")
@@ -99,7 +104,8 @@ def test_undo_after_update_restores_the_previous_revision(service, make_service,
     undone = service.undo(place, memory.id)
     assert isinstance(undone, Undone) and undone.memory is not None
     now = service.get(place, memory.id)
-    assert (now.id, now.revision, now.text, now.kind, now.importance) == (memory.id, 1, "Lives in Lyon", "fact", 2)
+    # The old wording comes back as a new revision; the undone one is erased from history.
+    assert (now.id, now.revision, now.text, now.kind, now.importance) == (memory.id, 3, "Lives in Lyon", "fact", 2)
     assert [r.text for r in service.history(place, memory.id)] == ["Lives in Lyon"]
     # the restored wording is found by words again, the undone one is not
     by_words = make_service(embedder=None)
@@ -124,7 +130,7 @@ def test_undo_after_a_duplicate_replacement_restores_the_old_wording(service, pl
     undone = service.undo(place, memory.id)
     assert isinstance(undone, Undone)
     now = service.get(place, memory.id)
-    assert (now.text, now.revision, now.importance) == ("Likes tea", 1, 4)
+    assert (now.text, now.revision, now.importance) == ("Likes tea", 3, 4)
     assert [m.id for m in service.list(place).items] == [memory.id]
 
 
@@ -157,3 +163,13 @@ def test_an_inferred_memory_corrected_by_the_person_becomes_asserted(service, pl
     result = service.update(place, memory.id, text="Likes coffee", sources=[Source("portal")])
     assert result.memory.origin == "asserted"
     assert Source("portal") in result.memory.sources
+
+
+def test_a_writer_holding_a_revision_undone_since_gets_a_conflict(service, place):
+    memory = remember_ok(service, place, "Lives in Lyon")
+    seen_by_tab = service.update(place, memory.id, text="Lives in Paris").memory  # a second tab reads this
+    service.undo(place, memory.id)
+    service.update(place, memory.id, text="Lives in Berlin")
+    stale = service.update(place, memory.id, text="Lives in Nice", expected_revision=seen_by_tab.revision)
+    assert isinstance(stale, Refused) and stale.code == "conflict"
+    assert service.get(place, memory.id).text == "Lives in Berlin"

@@ -150,13 +150,13 @@ class _SqlTx:
     # ---------------------------------------------------------------- reading
 
     def get(self, memory_id: str) -> Memory | None:
-        if not isinstance(memory_id, str):
+        if not _could_be_id(memory_id):
             return None
         row = self.conn.execute(select(memories).where(self.here(), M.id == memory_id)).mappings().first()
         return self._memory(row) if row else None
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
-        wanted = [i for i in ids if isinstance(i, str)]
+        wanted = [i for i in ids if _could_be_id(i)]
         if not wanted:
             return []
         rows = self.conn.execute(select(memories).where(self.here(), M.id.in_(wanted))).mappings().all()
@@ -271,7 +271,7 @@ class _SqlTx:
         return self._revision(row)
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
-        wanted = list({i for i in ids if isinstance(i, str)})
+        wanted = list({i for i in ids if _could_be_id(i)})
         if not wanted:
             return 0, 0
         revisions = self.conn.execute(
@@ -293,7 +293,7 @@ class _SqlTx:
         ).rowcount
 
     def mark_used(self, ids: Sequence[str], at: datetime) -> int:
-        wanted = list({i for i in ids if isinstance(i, str)})
+        wanted = list({i for i in ids if _could_be_id(i)})
         if not wanted:
             return 0
         return self.conn.execute(
@@ -301,7 +301,7 @@ class _SqlTx:
         ).rowcount
 
     def mark_seen(self, ids: Sequence[str]) -> int:
-        wanted = list({i for i in ids if isinstance(i, str)})
+        wanted = list({i for i in ids if _could_be_id(i)})
         if not wanted:
             return 0
         return self.conn.execute(
@@ -384,7 +384,11 @@ class _SqlTx:
         t = idempotency_receipts.c
         return self.conn.execute(
             update(idempotency_receipts)
-            .where(self.here(idempotency_receipts), t.redacted.is_(False), t.memory_ids.contains(json.dumps(memory_id)))
+            # The id is matched as one quoted JSON element; autoescape keeps `_` and `%` in an id literal.
+            .where(
+                self.here(idempotency_receipts), t.redacted.is_(False),
+                t.memory_ids.contains(json.dumps(memory_id), autoescape=True),
+            )
             .values(response=None, redacted=True)
         ).rowcount
 
@@ -424,6 +428,18 @@ class _SqlTx:
             written_at=r["written_at"], op=r["op"],
             embedding=Embedding(r["embedding_model"], np.asarray(vector, np.float32)) if vector is not None else None,
         )
+
+
+def _could_be_id(value: object) -> bool:
+    """Whether a value could be a stored id: ids come from callers (URLs, JSON), and a string the
+    database cannot even be sent (a NUL, a lone surrogate from a JSON escape) names nothing."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sources_json(sources: Sequence[Source]) -> str:
