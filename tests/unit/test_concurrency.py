@@ -7,8 +7,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 from .conftest import HashEmbedder
 
 THREADS = 8
