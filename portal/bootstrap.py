@@ -12,12 +12,13 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.cipher import FernetCipher, check_cipher
 from portal.adapters.embedders import build_embedder
+from portal.adapters.llm import build_llm
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tenants import Tenants
 from portal.config import Config, ConfigError
 from portal.memory import MemoryService, Options
-from portal.memory.ports import Embedder
+from portal.memory.ports import LLM, Embedder
 from portal.memory.rules import load_rules
 from portal.memory.types import Place
 
@@ -34,8 +35,10 @@ class Runtime:
         self.engine.dispose()
 
 
-def build_runtime(config: Config, embedder: Embedder | None | str = "config", engine: Engine | None = None) -> Runtime:
-    """Wire everything from `config`. `embedder` may be handed in (tests pass a fake or None)."""
+def build_runtime(
+    config: Config, embedder: Embedder | None | str = "config", engine: Engine | None = None, llm: LLM | None | str = "config"
+) -> Runtime:
+    """Wire everything from `config`. `embedder` and `llm` may be handed in (tests pass fakes or None)."""
     engine = engine or make_engine(config.database_url)
     cipher = None
     if config.encryption_keys:
@@ -58,6 +61,15 @@ def build_runtime(config: Config, embedder: Embedder | None | str = "config", en
             raise ConfigError(str(exc)) from None
     else:
         chosen = embedder  # type: ignore[assignment]
+    chosen_llm: LLM | None
+    if llm == "config":
+        chosen_llm = build_llm(config.llm_base_url, config.llm_model, config.llm_api_key, config.llm_timeout)
+    else:
+        chosen_llm = llm  # type: ignore[assignment]
+    prompts: dict[str, str] = {}
+    if config.prompts_dir:
+        for path in config.prompts_dir.glob("consolidate.*.txt"):
+            prompts[path.name.split(".")[1]] = path.read_text(encoding="utf-8")
     store = SqlStore(engine, cipher=cipher)
     tenants = Tenants(engine)
 
@@ -67,7 +79,11 @@ def build_runtime(config: Config, embedder: Embedder | None | str = "config", en
     service = MemoryService(
         store,
         embedder=chosen,
-        options=Options(rules=rules, max_active=config.max_active, trim_above=config.trim_above),
+        options=Options(
+            rules=rules, max_active=config.max_active, trim_above=config.trim_above,
+            trusted_tools=config.trusted_tools, prompts=prompts,
+        ),
+        llm=chosen_llm,
         mask=config.mask,
         ai_enabled=ai_enabled,
     )

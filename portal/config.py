@@ -42,6 +42,9 @@ class Config:
     mask: str = "none"
     max_active: int | None = 1000
     trim_above: int | None = None
+    trusted_tools: tuple[str, ...] = ()
+    prompts_dir: Path | None = None
+    llm_timeout: float = 30.0
 
     @property
     def production(self) -> bool:
@@ -86,6 +89,14 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
     mask = environ.get("MEMORY_MASK", "none").strip().lower() or "none"
     if mask not in MASKS:
         raise ConfigError("MEMORY_MASK must be none or pii")
+    prompts_dir = environ.get("MEMORY_PROMPTS_DIR") or None
+    if prompts_dir and not Path(prompts_dir).is_dir():
+        raise ConfigError("MEMORY_PROMPTS_DIR does not name a folder")
+    llm_base_url = environ.get("MEMORY_LLM_BASE_URL") or None
+    if llm_base_url and not llm_base_url.startswith(("http://", "https://")):
+        raise ConfigError("MEMORY_LLM_BASE_URL must start with http:// or https://")
+    if llm_base_url and not environ.get("MEMORY_LLM_MODEL"):
+        raise ConfigError("MEMORY_LLM_MODEL is required with MEMORY_LLM_BASE_URL")
     rules_file = environ.get("MEMORY_RULES_FILE") or None
     if rules_file and not Path(rules_file).is_file():
         raise ConfigError("MEMORY_RULES_FILE does not name a readable file")
@@ -99,7 +110,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         embedding_model=environ.get("MEMORY_EMBEDDING_MODEL") or None,
         embedding_base_url=embedding_base_url,
         embedding_api_key=environ.get("MEMORY_EMBEDDING_API_KEY") or environ.get("MEMORY_LLM_API_KEY") or None,
-        llm_base_url=environ.get("MEMORY_LLM_BASE_URL") or None,
+        llm_base_url=llm_base_url,
         llm_model=environ.get("MEMORY_LLM_MODEL") or None,
         llm_api_key=environ.get("MEMORY_LLM_API_KEY") or None,
         ai_enabled=_bool(environ, "MEMORY_AI_ENABLED", True),
@@ -108,6 +119,9 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         mask=mask,
         max_active=_int(environ, "MEMORY_MAX_ACTIVE", 1000, minimum=0) or None,
         trim_above=_int(environ, "MEMORY_TRIM_ABOVE", 0, minimum=0) or None,
+        trusted_tools=tuple(t.strip() for t in environ.get("MEMORY_TRUSTED_TOOLS", "").split(",") if t.strip()),
+        prompts_dir=Path(prompts_dir) if prompts_dir else None,
+        llm_timeout=float(_int(environ, "MEMORY_LLM_TIMEOUT", 30, minimum=1)),
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]

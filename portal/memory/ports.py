@@ -23,6 +23,13 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]: ...
 
 
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model: answers the prompt under the system message, as text. May raise on failure."""
+
+    def complete(self, system: str, prompt: str) -> str: ...
+
+
 class Clock(Protocol):
     def __call__(self) -> datetime: ...
 
@@ -52,12 +59,19 @@ class Options:
     portrait_max_length: int = 1200
     portrait_min_importance: int = 4
     default_importance: int = 3
+    trusted_tools: tuple[str, ...] = ()
+    transcript_max: int = 40000
+    transcript_keep: str = "start"
+    known_max: int = 60
+    prompts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce"):
             raise ValueError("on_duplicate is 'replace' or 'reinforce'")
         if self.max_text_length < 1:
             raise ValueError("max_text_length must be positive")
+        if self.transcript_keep not in ("start", "end"):
+            raise ValueError("transcript_keep is 'start' or 'end'")
         if not 0.0 < self.duplicate_threshold <= 1.0:
             raise ValueError("duplicate_threshold is in (0, 1]")
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .ports import AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
+from .consolidation import Consolidating
+from .ports import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
 from .reading import Reading
 from .rules import Candidate, importance_of, names_added
 from .store import Filters, Settings, Store, StoreTx, as_vector
@@ -54,7 +55,7 @@ class _Draft:
     words_key: str
 
 
-class MemoryService(Reading):
+class MemoryService(Reading, Consolidating):
     """Remember, correct, undo, forget, recall and portray what an assistant knows of each person.
 
     Privacy guarantees: every call is bound to one place and never reads or changes another
@@ -72,8 +73,10 @@ class MemoryService(Reading):
         ai_enabled: AiSwitch = always_on,
         clock: Clock = utc_now,
         id_factory: Callable[[], str] = new_id,
+        llm: LLM | None = None,
     ) -> None:
         self.store = store
+        self.llm = llm
         self.embedder = embedder
         self.options = options or Options()
         self.names_of = names_of
