@@ -118,6 +118,58 @@ def tenant_ai(tenant_ref: str, state: str) -> None:
     click.echo(f"ai {state}")
 
 
+@main.group("api-key")
+def api_key() -> None:
+    """API keys for the JSON API (shown once, stored hashed, revocable)."""
+
+
+@api_key.command("create")
+@click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id the key is scoped to.")
+@click.option(
+    "--permission", "permissions", multiple=True, required=True,
+    help="memories:read, memories:write, consolidate or erasure; repeat for several.",
+)
+@click.option("--name", default=None, help="A label to recognise the key by.")
+def api_key_create(tenant_ref: str, permissions: tuple[str, ...], name: str | None) -> None:
+    """Make a key; prints it alone on stdout. It is not stored and cannot be shown again."""
+    from portal.adapters.sql.api_keys import ApiKeys
+
+    runtime = _runtime()
+    try:
+        _, token = ApiKeys(runtime.engine).create(_tenant_id(runtime, tenant_ref), permissions, name=name)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(token)
+
+
+@api_key.command("list")
+@click.option("--tenant", "tenant_ref", default=None, help="Only this tenant's keys (name or id).")
+def api_key_list(tenant_ref: str | None) -> None:
+    """Keys with id, tenant, name, prefix, permissions, creation and revocation; never the secret."""
+    from portal.adapters.sql.api_keys import ApiKeys
+
+    runtime = _runtime()
+    tenant_id = _tenant_id(runtime, tenant_ref) if tenant_ref is not None else None
+    names = {t.id: t.name for t in runtime.tenants.all()}
+    for key in ApiKeys(runtime.engine).list(tenant_id):
+        revoked = f"revoked={key.revoked_at.isoformat(timespec='seconds')}" if key.revoked_at else "active"
+        click.echo(
+            f"{key.id}\t{names.get(key.tenant_id, key.tenant_id)}\t{key.name or '-'}\t{key.prefix}"
+            f"\t{','.join(sorted(key.permissions))}\tcreated={key.created_at.isoformat(timespec='seconds')}\t{revoked}"
+        )
+
+
+@api_key.command("revoke")
+@click.argument("key_id")
+def api_key_revoke(key_id: str) -> None:
+    """Revoke a key for good: requests bearing it are refused from now on."""
+    from portal.adapters.sql.api_keys import ApiKeys
+
+    if not ApiKeys(_runtime().engine).revoke(key_id):
+        raise click.ClickException(f"no active API key {key_id!r}")
+    click.echo(f"revoked {key_id}")
+
+
 @main.command()
 def demo() -> None:
     """A demo tenant and a demo person with memories; prints how to look at them."""

@@ -585,6 +585,31 @@ class StoreContract:
             assert empty is not None and empty.response is None and empty.memory_ids == () and not empty.redacted
             assert tx.get_receipt("idem-3") is None
 
+    def test_a_pending_receipt_is_claimed_once_then_finished_or_dropped(self, store: Store) -> None:
+        here, other, _ = self.places3(store)
+        done = self.new_id()
+        pending = Receipt(key="idem-p", request_hash="c" * 64, status=0, response=None, created_at=self.at(7))
+        with store.write(here) as tx:
+            assert tx.put_receipt(pending) is True
+            assert tx.put_receipt(pending) is False  # a second writer with the same key learns it is taken
+            tx.commit()
+        with store.write(other) as tx:
+            assert tx.put_receipt(pending) is True  # keys are per place
+            assert tx.drop_receipt("idem-p") is True
+            tx.commit()
+        with store.write(here) as tx:
+            assert tx.finish_receipt("idem-p", 201, {"id": done}, [done]) is True
+            assert tx.finish_receipt("missing", 201, None, []) is False
+            tx.commit()
+        with store.read(here) as tx:
+            got = tx.get_receipt("idem-p")
+            assert got is not None and (got.status, got.response, got.memory_ids) == (201, {"id": done}, (done,))
+        with store.read(other) as tx:
+            assert tx.get_receipt("idem-p") is None
+        with store.write(here) as tx:
+            assert tx.drop_receipt("idem-p") is True and tx.drop_receipt("idem-p") is False
+            tx.commit()
+
     def test_redaction_touches_only_receipts_naming_the_memory(self, store: Store) -> None:
         here, other, _ = self.places3(store)
         target, neighbour = self.new_id(), self.new_id()

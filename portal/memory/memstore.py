@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -224,11 +225,21 @@ class _Tx:
     def get_receipt(self, key: str) -> Receipt | None:
         return self._data.receipts.get(key)
 
-    def put_receipt(self, receipt: Receipt) -> None:
-        data = self._w()
-        if receipt.key in data.receipts:
-            raise ValueError("receipt exists")
-        data.receipts[receipt.key] = receipt
+    def put_receipt(self, receipt: Receipt) -> bool:
+        if receipt.key in self._data.receipts:
+            return False
+        self._w().receipts[receipt.key] = receipt
+        return True
+
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
+        current = self._data.receipts.get(key)
+        if current is None:
+            return False
+        self._w().receipts[key] = replace(current, status=status, response=response, memory_ids=tuple(memory_ids))
+        return True
+
+    def drop_receipt(self, key: str) -> bool:
+        return self._w().receipts.pop(key, None) is not None
 
     def redact_receipts(self, memory_id: str) -> int:
         data = self._w()

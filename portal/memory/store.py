@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -104,7 +104,15 @@ class StoreTx(Protocol):
 
     # idempotency receipts
     def get_receipt(self, key: str) -> Receipt | None: ...
-    def put_receipt(self, receipt: Receipt) -> None: ...
+    def put_receipt(self, receipt: Receipt) -> bool:
+        """Store a receipt unless one holds this key already (then False, nothing written)."""
+        ...
+
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
+        """Complete a pending receipt (status 0) with the answer it stands for."""
+        ...
+
+    def drop_receipt(self, key: str) -> bool: ...
     def redact_receipts(self, memory_id: str) -> int:
         """Null the response of this place's receipts whose `memory_ids` name exactly this id, and
         mark them redacted; answers how many changed (already redacted ones do not count)."""

@@ -34,6 +34,10 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
 
     app.register_blueprint(health_bp)
 
+    from portal.api import init_app as init_api
+
+    init_api(app)
+
     from portal.cli import register
 
     register(app)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,6 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from portal.adapters.sql.api_keys import ApiKeys
+from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.migrate import head_revision
 
 BIN = Path(sys.executable).parent / "memory-portal"
 
@@ -39,7 +44,7 @@ def test_upgrade_is_idempotent_and_tenant_create_prints_its_id(env: dict[str, st
     first = run(["db", "upgrade"], env)
     again = run(["db", "upgrade"], env)
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
-    assert "revision 0001" in again.stdout
+    assert f"revision {head_revision()}" in again.stdout
     created = run(["tenant", "create", "Acme", "--no-ai"], env)
     assert created.returncode == 0, created.stderr
     tenant_id = created.stdout.strip()
@@ -48,6 +53,64 @@ def test_upgrade_is_idempotent_and_tenant_create_prints_its_id(env: dict[str, st
     assert f"{tenant_id}\tAcme\tai=off" in listed.stdout
     duplicate = run(["tenant", "create", "Acme"], env)
     assert duplicate.returncode != 0 and "exists already" in duplicate.stderr
+
+
+def test_api_key_is_printed_once_listed_without_its_secret_and_revocable(env: dict[str, str], tmp_path: Path) -> None:
+    assert run(["db", "upgrade"], env).returncode == 0
+    tenant_id = run(["tenant", "create", "Acme"], env).stdout.strip()
+    assert run(["tenant", "create", "Globex"], env).returncode == 0
+
+    created = run(
+        ["api-key", "create", "--tenant", "Acme", "--permission", "memories:read",
+         "--permission", "memories:write", "--name", "backend"],
+        env,
+    )
+    assert created.returncode == 0, created.stderr
+    # The key alone on stdout, so that `KEY=$(memory-portal api-key create ...)` captures just it.
+    assert re.fullmatch(r"mp_[0-9a-f]{32}_[A-Za-z0-9_-]{43}\n", created.stdout), created.stdout
+    token = created.stdout.strip()
+    key_id, secret = token.split("_", 2)[1:]
+    by_id = run(["api-key", "create", "--tenant", tenant_id, "--permission", "erasure"], env)
+    assert by_id.returncode == 0, by_id.stderr
+    other = run(["api-key", "create", "--tenant", "Globex", "--permission", "consolidate"], env)
+    assert other.returncode == 0, other.stderr
+
+    # The printed key is the one the API will accept, with the asked tenant and permissions.
+    engine = make_engine(f"sqlite:///{tmp_path / 'instance' / 'memory.db'}")
+    try:
+        keys = ApiKeys(engine)
+        found = keys.verify(token)
+        assert found is not None and found.tenant_id == tenant_id
+        assert found.permissions == {"memories:read", "memories:write"}
+
+        listed = run(["api-key", "list"], env)
+        assert listed.returncode == 0, listed.stderr
+        assert len(listed.stdout.splitlines()) == 3
+        assert secret not in listed.stdout and token not in listed.stdout
+        assert secret not in by_id.stderr + other.stderr + created.stderr
+        (line,) = [row for row in listed.stdout.splitlines() if row.startswith(key_id)]
+        fields = line.split("\t")
+        assert fields[:5] == [key_id, "Acme", "backend", token[:12], "memories:read,memories:write"]
+        assert fields[5].startswith("created=") and fields[6] == "active"
+        acme = run(["api-key", "list", "--tenant", "Acme"], env).stdout.splitlines()
+        assert len(acme) == 2 and all("\tAcme\t" in row for row in acme)
+
+        revoked = run(["api-key", "revoke", key_id], env)
+        assert revoked.returncode == 0, revoked.stderr
+        assert keys.verify(token) is None
+        (line,) = [row for row in run(["api-key", "list"], env).stdout.splitlines() if row.startswith(key_id)]
+        assert line.split("\t")[6].startswith("revoked=")
+        again = run(["api-key", "revoke", key_id], env)
+        assert again.returncode != 0 and "no active API key" in again.stderr
+    finally:
+        engine.dispose()
+
+    unknown = run(["api-key", "create", "--tenant", "Acme", "--permission", "memories:delete"], env)
+    assert unknown.returncode != 0 and unknown.stdout == "" and "memories:delete" in unknown.stderr
+    nowhere = run(["api-key", "create", "--tenant", "Initech", "--permission", "memories:read"], env)
+    assert nowhere.returncode != 0 and nowhere.stdout == "" and "Initech" in nowhere.stderr
+    bare = run(["api-key", "create", "--tenant", "Acme"], env)
+    assert bare.returncode != 0 and bare.stdout == "" and "--permission" in bare.stderr
 
 
 def test_demo_then_export_and_purge(env: dict[str, str]) -> None:

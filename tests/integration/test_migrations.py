@@ -18,7 +18,7 @@ from portal.adapters.sql.tables import metadata
 
 TABLES = {
     "tenants", "memories", "memory_revisions", "memory_settings", "consolidation_refs",
-    "idempotency_receipts", "memory_tombstones",
+    "idempotency_receipts", "memory_tombstones", "api_keys",
 }
 
 

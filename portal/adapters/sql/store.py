@@ -369,7 +369,11 @@ class _SqlTx:
             memory_ids=tuple(json.loads(row["memory_ids"])), created_at=row["created_at"], redacted=row["redacted"],
         )
 
-    def put_receipt(self, receipt: Receipt) -> None:
+    def put_receipt(self, receipt: Receipt) -> bool:
+        # Under the place's write lock, so looking first is race-free (and keeps PostgreSQL's
+        # transaction clean, which a unique violation would abort).
+        if self.get_receipt(receipt.key) is not None:
+            return False
         response = None if receipt.response is None else self.store.encrypt(json.dumps(receipt.response))
         self.conn.execute(
             insert(idempotency_receipts).values(
@@ -379,6 +383,22 @@ class _SqlTx:
                 created_at=receipt.created_at or _now(),
             )
         )
+        return True
+
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
+        t = idempotency_receipts.c
+        return bool(
+            self.conn.execute(
+                update(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key).values(
+                    status=status, memory_ids=json.dumps(list(memory_ids)),
+                    response=None if response is None else self.store.encrypt(json.dumps(response)),
+                )
+            ).rowcount
+        )
+
+    def drop_receipt(self, key: str) -> bool:
+        t = idempotency_receipts.c
+        return bool(self.conn.execute(delete(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key)).rowcount)
 
     def redact_receipts(self, memory_id: str) -> int:
         t = idempotency_receipts.c

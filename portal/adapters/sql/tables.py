@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -188,3 +189,25 @@ memory_tombstones = Table(
 )
 
 OWNER_TABLES = (memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones)
+
+# API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,
+# so a fast hash suffices); the plaintext is shown once, when the key is made.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    _id(primary_key=True),
+    Column(
+        "tenant_id",
+        String(64),
+        ForeignKey("tenants.id", ondelete="CASCADE", name="fk_api_keys_tenant_id_tenants"),
+        nullable=False,
+    ),
+    Column("name", String(200), nullable=True),
+    Column("prefix", String(16), nullable=False),
+    Column("secret_hash", String(64), nullable=False),
+    Column("permissions", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_used_at", UTCDateTime, nullable=True),
+    Column("revoked_at", UTCDateTime, nullable=True),
+    Index("ix_api_keys_tenant_id", "tenant_id"),
+)

@@ -1,0 +1,54 @@
+"""The JSON API for the assistant backend, under /api/v1.
+
+Thin shells over the service: the API key fixes the tenant (scope) and the permissions, the
+person is the `owner_id` in the path, never taken from the body. Errors are problem+json with a
+stable code; the OpenAPI 3.1 document is generated from the same declarations.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, request
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException
+
+from . import memories, meta, people, problems, tools
+from .registry import Api
+
+PREFIX = "/api/v1"
+
+
+def build_api() -> tuple[Blueprint, Api]:
+    bp = Blueprint("api", __name__, url_prefix=PREFIX)
+    api = Api(bp, "memory portal API", "1.0.0")
+    memories.register(api)
+    people.register(api)
+    tools.register(api)
+    meta.register(api, bp, PREFIX)
+    problems.install(bp)
+    return bp, api
+
+
+def init_app(app: Flask) -> Api:
+    """Register the API blueprint, its rate limit, metrics and CSRF exemption."""
+    from portal.adapters.sql.api_keys import ApiKeys
+
+    from .limits import init_limits
+    from .metrics import init_metrics
+
+    bp, api = build_api()
+    app.extensions["api_keys"] = ApiKeys(app.extensions["memory_runtime"].engine)
+    app.extensions["api"] = api
+    init_limits(app, bp)
+    init_metrics(app, bp)
+    app.register_blueprint(bp)
+
+    # Routing errors happen before a blueprint is chosen: answer them as problems under /api.
+    def routing_error(exc: HTTPException) -> ResponseReturnValue:
+        if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
+            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.code or 404, "error")
+            return problems.problem(exc.code or 404, code)
+        return exc
+
+    app.register_error_handler(404, routing_error)
+    app.register_error_handler(405, routing_error)
+    return api

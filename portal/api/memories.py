@@ -1,0 +1,112 @@
+"""Memory endpoints: remember, list, get, correct, undo, forget, history."""
+
+from __future__ import annotations
+
+import re
+
+from flask import current_app, request
+
+from portal.memory import MemoryService, Refused, Source, Undone
+
+from .problems import ApiProblem
+from .registry import Api, Call, Reply
+from .schemas import (
+    HistoryOut,
+    ListQuery,
+    MemoryOut,
+    PageOut,
+    Problem,
+    RememberIn,
+    RevisionOut,
+    SavedOut,
+    UndoOut,
+    UpdateIn,
+)
+
+MEMORY = "/people/<owner_id>/memories/<memory_id>"
+IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,9})"?\s*$')
+STATUS_OF_REFUSAL = {"not_found": 404, "conflict": 409}
+
+
+def service() -> MemoryService:
+    svc: MemoryService = current_app.extensions["memory_runtime"].service
+    return svc
+
+
+def refusal(refused: Refused) -> Reply:
+    """A refused write: 422 with its code (404 / 409 for not_found / conflict)."""
+    status = STATUS_OF_REFUSAL.get(refused.code, 422)
+    return Reply(status, Problem(title="Refused", status=status, code=refused.code, detail=None,
+                                 actual_revision=refused.actual_revision))
+
+
+def register(api: Api) -> None:
+    @api.route("POST", "/people/<owner_id>/memories", summary="Remember something about a person",
+               permission="memories:write", body=RememberIn, responses={201: SavedOut, 409: Problem, 422: Problem})
+    def remember(call: Call) -> Reply:
+        b: RememberIn = call.body
+        outcome = service().remember(
+            call.place, b.text, kind=b.kind, importance=b.importance, role=b.role, explicit=b.explicit,
+            on_duplicate=b.on_duplicate, pinned=b.pinned, sources=(Source("api"),), person_name=b.person_name,
+        )
+        if isinstance(outcome, Refused):
+            return refusal(outcome)
+        out = SavedOut(memory=MemoryOut.of(outcome.memory), replaced_id=outcome.replaced_id, reinforced=outcome.reinforced)
+        return Reply(201, out, memory_ids=(outcome.memory.id,))
+
+    @api.route("GET", "/people/<owner_id>/memories", summary="List a person's memories, newest first",
+               permission="memories:read", query=ListQuery, responses={200: PageOut})
+    def list_memories(call: Call) -> Reply:
+        q: ListQuery = call.query
+        page = service().list(
+            call.place, state=q.state, kinds=[q.kind] if q.kind else None, channel=q.channel, seen=q.seen,
+            limit=q.limit, cursor=q.cursor,
+        )
+        return Reply(200, PageOut(items=[MemoryOut.of(m) for m in page.items], next_cursor=page.next_cursor))
+
+    @api.route("GET", MEMORY, summary="One memory; its ETag is the revision", permission="memories:read",
+               responses={200: MemoryOut})
+    def get_memory(call: Call) -> Reply:
+        memory = service().get(call.place, call.path["memory_id"])
+        return Reply(200, MemoryOut.of(memory), headers={"ETag": f'"{memory.revision}"'})
+
+    @api.route("PATCH", MEMORY, summary="Correct a memory (a new revision; If-Match for compare-and-set)",
+               permission="memories:write", body=UpdateIn, responses={200: MemoryOut, 409: Problem, 422: Problem})
+    def update_memory(call: Call) -> Reply:
+        b: UpdateIn = call.body
+        expected = None
+        if request.headers.get("If-Match") is not None:
+            matched = IF_MATCH.match(request.headers["If-Match"])
+            if not matched:
+                raise ApiProblem(400, "invalid_if_match", 'If-Match takes the ETag, like "3"')
+            expected = int(matched.group(1))
+        outcome = service().update(
+            call.place, call.path["memory_id"], text=b.text, kind=b.kind, importance=b.importance, pinned=b.pinned,
+            expected_revision=expected, in_place=b.in_place, sources=(Source("api"),),
+        )
+        if isinstance(outcome, Refused):
+            return refusal(outcome)
+        return Reply(200, MemoryOut.of(outcome.memory), headers={"ETag": f'"{outcome.memory.revision}"'},
+                     memory_ids=(outcome.memory.id,))
+
+    @api.route("POST", MEMORY + "/undo", summary="Take back the last write to a memory", permission="memories:write",
+               responses={200: UndoOut, 422: Problem})
+    def undo_memory(call: Call) -> Reply:
+        outcome = service().undo(call.place, call.path["memory_id"])
+        if isinstance(outcome, Refused):
+            return refusal(outcome)
+        assert isinstance(outcome, Undone)
+        memory = MemoryOut.of(outcome.memory) if outcome.memory else None
+        return Reply(200, UndoOut(memory=memory), memory_ids=(outcome.memory_id,))
+
+    @api.route("DELETE", MEMORY, summary="Forget a memory: every revision and vector, for good",
+               permission="memories:write", responses={204: None})
+    def forget_memory(call: Call) -> Reply:
+        service().forget(call.place, call.path["memory_id"])
+        return Reply(204)
+
+    @api.route("GET", MEMORY + "/history", summary="A memory's revisions, newest first", permission="memories:read",
+               responses={200: HistoryOut})
+    def memory_history(call: Call) -> Reply:
+        revisions = service().history(call.place, call.path["memory_id"])
+        return Reply(200, HistoryOut(items=[RevisionOut.model_validate(r.to_json()) for r in revisions]))

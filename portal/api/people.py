@@ -1,0 +1,96 @@
+"""Person-level endpoints: recall, portrait, consolidate, used/unseen/seen, settings, export, erasure."""
+
+from __future__ import annotations
+
+from .memories import service
+from .registry import Api, Call, Reply
+from .schemas import (
+    ConsolidateIn,
+    ConsolidateOut,
+    ExportOut,
+    HitOut,
+    IdsIn,
+    MarkedOut,
+    MemoryOut,
+    PortraitOut,
+    PortraitQuery,
+    Problem,
+    PurgeOut,
+    RecallIn,
+    RecallOut,
+    SettingsIn,
+    SettingsOut,
+    UnseenOut,
+)
+
+PERSON = "/people/<owner_id>"
+CONSOLIDATE_MAX_BODY = 1024 * 1024
+
+
+def register(api: Api) -> None:
+    @api.route("POST", PERSON + "/recall", summary="Find the memories that best answer a query",
+               permission="memories:read", body=RecallIn, responses={200: RecallOut})
+    def recall(call: Call) -> Reply:
+        b: RecallIn = call.body
+        hits = service().recall(call.place, b.query, kinds=b.kinds, after=b.after, before=b.before, limit=b.limit,
+                                min_similarity=b.min_similarity)
+        items = [HitOut(memory=MemoryOut.of(h.memory), score=h.score, match=h.match) for h in hits]  # type: ignore[arg-type]
+        return Reply(200, RecallOut(items=items))
+
+    @api.route("GET", PERSON + "/portrait", summary="Pinned and important memories for a system prompt",
+               permission="memories:read", query=PortraitQuery, responses={200: PortraitOut})
+    def portrait(call: Call) -> Reply:
+        q: PortraitQuery = call.query
+        made = service().portrait(call.place, max_length=q.max_length, min_importance=q.min_importance, format=q.format,
+                                  masked=q.masked, fill=q.fill)
+        return Reply(200, PortraitOut(text=made.text, ids=made.ids))
+
+    @api.route("POST", PERSON + "/consolidate", summary="Learn from a finished conversation (once per ref)",
+               permission="consolidate", body=ConsolidateIn, max_body=CONSOLIDATE_MAX_BODY,
+               responses={200: ConsolidateOut, 422: Problem})
+    def consolidate(call: Call) -> Reply:
+        b: ConsolidateIn = call.body
+        transcript = b.transcript if isinstance(b.transcript, str) else [t.model_dump() for t in b.transcript]
+        result = service().consolidate(call.place, transcript, b.ref, role=b.role, person_name=b.person_name,
+                                       language=b.language)
+        if result.status == "unavailable" and result.reason == "ai_disabled":
+            return Reply(422, Problem(title="Refused", status=422, code="ai_disabled",
+                                      detail="the assistant's AI is switched off for this tenant"))
+        return Reply(200, ConsolidateOut.model_validate(result.to_json()))
+
+    @api.route("POST", PERSON + "/used", summary="Mark memories as used (protects them from the cap)",
+               permission="memories:write", body=IdsIn, responses={200: MarkedOut})
+    def mark_used(call: Call) -> Reply:
+        return Reply(200, MarkedOut(marked=service().mark_used(call.place, call.body.ids)))
+
+    @api.route("GET", PERSON + "/unseen", summary="What was learnt in the background and not seen yet",
+               permission="memories:read", responses={200: UnseenOut})
+    def unseen(call: Call) -> Reply:
+        return Reply(200, UnseenOut(items=[MemoryOut.of(m) for m in service().list_unseen(call.place, limit=200)]))
+
+    @api.route("POST", PERSON + "/seen", summary="Mark background memories as seen", permission="memories:write",
+               body=IdsIn, responses={200: MarkedOut})
+    def mark_seen(call: Call) -> Reply:
+        return Reply(200, MarkedOut(marked=service().mark_seen(call.place, call.body.ids)))
+
+    @api.route("GET", PERSON + "/settings", summary="Whether learning is paused", permission="memories:read",
+               responses={200: SettingsOut})
+    def get_settings(call: Call) -> Reply:
+        return Reply(200, SettingsOut(paused=service().is_paused(call.place)))
+
+    @api.route("PUT", PERSON + "/settings", summary="Pause or resume learning", permission="memories:write",
+               body=SettingsIn, responses={200: SettingsOut})
+    def put_settings(call: Call) -> Reply:
+        svc = service()
+        paused = svc.pause(call.place) if call.body.paused else svc.resume(call.place)
+        return Reply(200, SettingsOut(paused=paused))
+
+    @api.route("GET", PERSON + "/export", summary="Everything kept about a person in this tenant",
+               permission="memories:read", responses={200: ExportOut})
+    def export(call: Call) -> Reply:
+        return Reply(200, ExportOut.model_validate(service().export(call.place)))
+
+    @api.route("DELETE", PERSON, summary="Erase a person in every scope (right to erasure)", permission="erasure",
+               responses={200: PurgeOut})
+    def purge(call: Call) -> Reply:
+        return Reply(200, PurgeOut.model_validate(service().purge_owner(call.place.owner_id).to_json()))

@@ -1,0 +1,88 @@
+"""application/problem+json answers with a stable `code`, and the handlers that make every error
+under /api one of them (never an HTML page, never a 500 with a traceback)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from flask import Blueprint, Response, g
+from werkzeug.exceptions import HTTPException
+
+from portal.memory.idempotency import KeyReused, StillRunning
+from portal.memory.types import Conflict, InvalidArgument, InvalidWhere, NotFound
+
+log = logging.getLogger("portal.api")
+
+TITLES = {
+    400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
+    409: "Conflict", 413: "Payload too large", 415: "Unsupported media type", 422: "Refused",
+    429: "Too many requests", 500: "Internal error", 503: "Unavailable",
+}
+HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large",
+              415: "unsupported_media_type", 429: "rate_limited"}
+
+
+class ApiProblem(Exception):
+    def __init__(self, status: int, code: str, detail: str | None = None, **extra: Any) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.extra = extra
+
+
+def problem(status: int, code: str, detail: str | None = None, headers: dict[str, str] | None = None,
+            **extra: Any) -> Response:
+    body = {"type": "about:blank", "title": TITLES.get(status, "Error"), "status": status, "detail": detail,
+            "code": code, **extra}
+    response = Response(json.dumps(body), status=status, mimetype="application/problem+json")
+    response.headers.update(headers or {})
+    return response
+
+
+def install(bp: Blueprint) -> None:
+    """Turn every error raised under the blueprint into problem+json."""
+
+    @bp.errorhandler(ApiProblem)
+    def _api_problem(exc: ApiProblem) -> Response:
+        headers = {"WWW-Authenticate": 'Bearer realm="memory"'} if exc.status == 401 else None
+        return problem(exc.status, exc.code, exc.detail, headers, **exc.extra)
+
+    @bp.errorhandler(NotFound)
+    def _not_found(exc: NotFound) -> Response:
+        return problem(404, "not_found", "no such memory for this person")
+
+    @bp.errorhandler(Conflict)
+    def _conflict(exc: Conflict) -> Response:
+        return problem(409, "conflict", "the memory changed since", actual_revision=exc.actual_revision)
+
+    @bp.errorhandler(InvalidArgument)
+    def _invalid(exc: InvalidArgument) -> Response:
+        return problem(400, exc.code, "an argument is out of range")
+
+    @bp.errorhandler(InvalidWhere)
+    def _where(exc: InvalidWhere) -> Response:
+        return problem(400, "invalid_where", "a person is needed")
+
+    @bp.errorhandler(KeyReused)
+    def _reused(exc: KeyReused) -> Response:
+        return problem(409, exc.code, "this Idempotency-Key was used for another request")
+
+    @bp.errorhandler(StillRunning)
+    def _running(exc: StillRunning) -> Response:
+        return problem(409, exc.code, "the first request with this key is still running", {"Retry-After": "1"})
+
+    @bp.errorhandler(HTTPException)
+    def _http(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        headers = {"Retry-After": exc.response.headers.get("Retry-After", "1")} if status == 429 and exc.response else None
+        if status == 429 and headers is None:
+            headers = {"Retry-After": "1"}
+        return problem(status, HTTP_CODES.get(status, "error"), None, headers)
+
+    @bp.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("api.error route=%s error=%s", g.get("api_route"), type(exc).__name__)
+        return problem(500, "error", "an unexpected error; it was logged")

@@ -1,0 +1,255 @@
+"""Declaring API endpoints once: routing, authentication, body and query parsing, idempotency,
+and the OpenAPI 3.1 document, all from the same declaration and the pydantic models.
+
+A handler receives a `Call` (the key's tenant and permissions, the place, the parsed body and
+query) and returns `Reply(status, model)`. It stays a thin shell over one service call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, request
+from pydantic import BaseModel, ValidationError
+from pydantic.json_schema import models_json_schema
+
+from portal.memory.idempotency import Answer, once, request_hash
+from portal.memory.types import Place
+
+from .problems import ApiProblem, problem
+from .schemas import Problem
+
+JSON = "application/json"
+MAX_BODY = 64 * 1024
+PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
+COMMON_PROBLEMS = {400: "Malformed request", 401: "Missing or wrong API key", 403: "Missing permission",
+                   404: "Not found", 413: "Body too large", 415: "Not JSON", 429: "Too many requests"}
+
+
+@dataclass
+class Call:
+    key: Any
+    person: Place | None
+    body: Any
+    query: Any
+    path: dict[str, str]
+
+    @property
+    def place(self) -> Place:
+        """The person's place: `owner_id` from the path, the scope from the key's tenant."""
+        if self.person is None:
+            raise ApiProblem(400, "invalid_owner")
+        return self.person
+
+
+@dataclass
+class Reply:
+    status: int
+    model: BaseModel | list[Any] | dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    memory_ids: tuple[str, ...] = ()
+
+
+@dataclass
+class Route:
+    name: str
+    method: str
+    rule: str
+    summary: str
+    permission: str | Callable[[dict[str, str]], str] | None
+    body: type[BaseModel] | None
+    query: type[BaseModel] | None
+    responses: dict[int, Any]
+    max_body: int
+    handler: Callable[[Call], Reply]
+    public: bool = False
+
+
+class Api:
+    """The routes of one blueprint and the OpenAPI document describing them."""
+
+    def __init__(self, blueprint: Blueprint, title: str, version: str) -> None:
+        self.blueprint = blueprint
+        self.title = title
+        self.version = version
+        self.routes: list[Route] = []
+
+    def route(
+        self, method: str, rule: str, *, summary: str, permission: str | Callable[[dict[str, str]], str] | None = None,
+        body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
+        responses: dict[int, Any] | None = None, max_body: int = MAX_BODY, public: bool = False,
+    ) -> Callable[[Callable[[Call], Reply]], Callable[[Call], Reply]]:
+        def register(handler: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
+            route = Route(handler.__name__, method, rule, summary, permission, body, query, responses or {},
+                          max_body, handler, public)
+            self.routes.append(route)
+            self.blueprint.add_url_rule(
+                rule, endpoint=route.name, view_func=lambda **path: self._serve(route, path), methods=[method]
+            )
+            return handler
+
+        return register
+
+    # ------------------------------------------------------------------ serving
+
+    def _serve(self, route: Route, path: dict[str, str]) -> Response:
+        from .auth import authenticate
+
+        g.api_route = route.name
+        needed = route.permission(path) if callable(route.permission) else route.permission
+        key = None if route.public else authenticate(needed)
+        place = None
+        if "owner_id" in path:
+            owner = path["owner_id"]
+            if not owner.strip() or len(owner) > 200:
+                raise ApiProblem(400, "invalid_owner", "owner_id must be 1 to 200 characters")
+            place = Place(owner, key.tenant_id if key else "")
+        call = Call(key, place, self._body(route), self._query(route), path)
+        idem_key = request.headers.get("Idempotency-Key")
+        if idem_key is None or route.method == "GET" or place is None:
+            return self._render(route.handler(call))
+        digest = request_hash(route.method, request.path, request.get_data(as_text=True), key.id if key else "")
+        runtime = current_app.extensions["memory_runtime"]
+        answer, replayed = once(
+            runtime.store, place, idem_key, digest, lambda: self._answer(route.handler(call)), runtime.service.clock
+        )
+        response = self._response(answer.status, answer.body)
+        if replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return response
+
+    def _body(self, route: Route) -> Any:
+        if route.body is None:
+            return None
+        length = request.content_length
+        if length is not None and length > route.max_body:
+            raise ApiProblem(413, "body_too_large", f"bodies are limited to {route.max_body} bytes")
+        mimetype = request.mimetype or ""
+        if mimetype != JSON and not mimetype.endswith("+json"):
+            raise ApiProblem(415, "unsupported_media_type", "send application/json")
+        raw = request.get_data(cache=True)
+        if len(raw) > route.max_body:
+            raise ApiProblem(413, "body_too_large", f"bodies are limited to {route.max_body} bytes")
+        try:
+            data = json.loads(raw or b"null")
+        except (ValueError, UnicodeDecodeError):
+            raise ApiProblem(400, "malformed_json", "the body is not valid JSON") from None
+        return _validated(route.body, data)
+
+    def _query(self, route: Route) -> Any:
+        if route.query is None:
+            return None
+        raw: dict[str, Any] = {}
+        for name in request.args:
+            values = request.args.getlist(name)
+            raw[name] = values[-1] if len(values) == 1 else values
+        return _validated(route.query, raw)
+
+    @staticmethod
+    def _answer(reply: Reply) -> Answer:
+        body: Any = reply.model
+        if isinstance(body, BaseModel):
+            body = body.model_dump(mode="json")
+        elif isinstance(body, list):
+            body = {"__list__": [b.model_dump(mode="json") if isinstance(b, BaseModel) else b for b in body]}
+        return Answer(reply.status, body, reply.memory_ids)
+
+    def _render(self, reply: Reply) -> Response:
+        answer = self._answer(reply)
+        response = self._response(answer.status, answer.body)
+        response.headers.update(reply.headers)
+        return response
+
+    @staticmethod
+    def _response(status: int, body: dict[str, Any] | None) -> Response:
+        if status == 204 or body is None:
+            return Response(status=status)
+        payload = body["__list__"] if set(body) == {"__list__"} else body
+        mimetype = "application/problem+json" if status >= 400 else JSON
+        return Response(json.dumps(payload, ensure_ascii=False), status=status, mimetype=mimetype)
+
+    # ------------------------------------------------------------------ OpenAPI
+
+    def openapi(self, prefix: str) -> dict[str, Any]:
+        """The OpenAPI 3.1 document, generated from the routes and their models."""
+        models: set[type[BaseModel]] = {Problem}
+        for r in self.routes:
+            models.update(m for m in (r.body, r.query) if m)
+            models.update(m for m in r.responses.values() if isinstance(m, type) and issubclass(m, BaseModel))
+            models.update(m[0] for m in r.responses.values() if isinstance(m, list))
+        ordered = sorted(models, key=lambda m: m.__name__)
+        _, top = models_json_schema(
+            [(m, "validation" if m in {r.body for r in self.routes} | {r.query for r in self.routes} else "serialization")
+             for m in ordered],
+            ref_template="#/components/schemas/{model}",
+        )
+        paths: dict[str, Any] = {}
+        for r in self.routes:
+            url = prefix + PATH_PARAM.sub(r"{\1}", r.rule)
+            paths.setdefault(url, {})[r.method.lower()] = self._operation(r)
+        return {
+            "openapi": "3.1.0",
+            "info": {"title": self.title, "version": self.version},
+            "paths": paths,
+            "components": {
+                "schemas": top.get("$defs", {}),
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            },
+            "security": [{"bearer": []}],
+        }
+
+    def _operation(self, r: Route) -> dict[str, Any]:
+        op: dict[str, Any] = {"operationId": r.name, "summary": r.summary, "parameters": []}
+        for name in PATH_PARAM.findall(r.rule):
+            op["parameters"].append({"name": name, "in": "path", "required": True,
+                                     "schema": {"type": "string", "minLength": 1, "maxLength": 200}})
+        if r.query:
+            for name, info in r.query.model_fields.items():
+                schema = r.query.model_json_schema()["properties"][name]
+                op["parameters"].append({"name": name, "in": "query", "required": info.is_required(), "schema": schema})
+        if r.method != "GET":
+            op["parameters"].append({"name": "Idempotency-Key", "in": "header", "required": False,
+                                     "schema": {"type": "string", "minLength": 1, "maxLength": 200,
+                                                "pattern": "^[\\x21-\\x7e]+$"}})
+        if r.body:
+            op["requestBody"] = {"required": True, "content": {JSON: {"schema": _ref(r.body)}}}
+        responses: dict[str, Any] = {}
+        for status, model in r.responses.items():
+            if model is None:
+                responses[str(status)] = {"description": "No content"}
+            elif isinstance(model, list):
+                responses[str(status)] = {"description": "OK",
+                                          "content": {JSON: {"schema": {"type": "array", "items": _ref(model[0])}}}}
+            else:
+                kind = "application/problem+json" if status >= 400 else JSON
+                responses[str(status)] = {"description": model.__doc__ or "OK", "content": {kind: {"schema": _ref(model)}}}
+        for status, title in COMMON_PROBLEMS.items():
+            if r.public and status in (401, 403):
+                continue
+            responses.setdefault(str(status), {"description": title,
+                                               "content": {"application/problem+json": {"schema": _ref(Problem)}}})
+        op["responses"] = responses
+        if r.public:
+            op["security"] = []
+        return op
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _validated(model: type[BaseModel], data: Any) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first: dict[str, Any] = dict(errors[0]) if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+        raise ApiProblem(400, "invalid_request", f"{where}: {first.get('type', 'invalid')}") from None
+
+
+__all__ = ["Api", "Call", "Reply", "problem"]

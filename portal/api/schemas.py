@@ -1,0 +1,244 @@
+"""Request and response models of the JSON API; the OpenAPI document is generated from them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from portal.memory.types import Memory
+
+Text = Annotated[str, StringConstraints(max_length=10_000)]
+Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Kind = Annotated[str, StringConstraints(max_length=64)]
+Importance = int | float | str
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Problem(BaseModel):
+    """application/problem+json (RFC 9457) with a stable `code`."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str | None = None
+    code: str
+    actual_revision: int | None = None
+
+
+class SourceOut(BaseModel):
+    kind: str
+    ref: str | None = None
+    messages: list[int] = []
+
+
+class MemoryOut(BaseModel):
+    id: str
+    revision: int
+    text: str
+    kind: str
+    importance: int
+    pinned: bool
+    origin: Literal["asserted", "inferred"]
+    sources: list[SourceOut]
+    channel: Literal["foreground", "background"]
+    seen: bool
+    state: Literal["active", "archived"]
+    created_at: datetime
+    updated_at: datetime
+    last_used_at: datetime | None
+    has_vector: bool
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryOut:
+        return cls.model_validate(memory.to_json())
+
+
+class RememberIn(Strict):
+    text: Text
+    kind: Kind | None = None
+    importance: Importance | None = None
+    role: Annotated[str, StringConstraints(max_length=64)] | None = None
+    explicit: bool = False
+    on_duplicate: Literal["replace", "reinforce"] | None = None
+    pinned: bool = False
+    person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+class SavedOut(BaseModel):
+    memory: MemoryOut
+    replaced_id: str | None
+    reinforced: bool
+
+
+class UpdateIn(Strict):
+    text: Text | None = None
+    kind: Kind | None = None
+    importance: Importance | None = None
+    pinned: bool | None = None
+    in_place: bool = False
+
+
+class ListQuery(Strict):
+    kind: Kind | None = None
+    state: Literal["active", "archived", "all"] = "active"
+    channel: Literal["foreground", "background"] | None = None
+    seen: bool | None = None
+    limit: int = Field(50, ge=1, le=200)
+    cursor: Annotated[str, StringConstraints(max_length=500)] | None = None
+
+
+class PageOut(BaseModel):
+    items: list[MemoryOut]
+    next_cursor: str | None
+
+
+class UndoOut(BaseModel):
+    memory: MemoryOut | None
+
+
+class RevisionOut(BaseModel):
+    id: str
+    revision: int
+    text: str
+    kind: str
+    importance: int
+    origin: str
+    sources: list[SourceOut]
+    written_at: datetime
+
+
+class HistoryOut(BaseModel):
+    items: list[RevisionOut]
+
+
+class RecallIn(Strict):
+    query: Annotated[str, StringConstraints(max_length=2000)]
+    kinds: list[Kind] | None = Field(None, max_length=20)
+    after: datetime | None = None
+    before: datetime | None = None
+    limit: int = Field(5, ge=1, le=100)
+    min_similarity: float | None = Field(None, ge=-1.0, le=1.0)
+
+
+class HitOut(BaseModel):
+    memory: MemoryOut
+    score: float
+    match: Literal["vector", "lexical", "hybrid"]
+
+
+class RecallOut(BaseModel):
+    items: list[HitOut]
+
+
+class PortraitQuery(Strict):
+    format: Literal["bullets", "dated", "json"] = "bullets"
+    max_length: int = Field(1200, ge=0, le=100_000)
+    min_importance: int = Field(4, ge=1, le=5)
+    masked: bool = False
+    fill: bool = False
+
+
+class PortraitOut(BaseModel):
+    text: str
+    ids: list[str]
+
+
+class Turn(Strict):
+    role: Annotated[str, StringConstraints(max_length=32)] = "user"
+    text: Annotated[str, StringConstraints(max_length=200_000)]
+    name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    error: bool = False
+
+
+class ConsolidateIn(Strict):
+    transcript: Annotated[str, StringConstraints(max_length=1_000_000)] | list[Turn] = Field(..., max_length=5000)
+    ref: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    role: Annotated[str, StringConstraints(max_length=64)] | None = None
+    person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    language: Annotated[str, StringConstraints(max_length=16)] | None = None
+
+
+class ConsolidateOut(BaseModel):
+    status: Literal["done", "already", "paused", "empty", "unavailable", "failed"]
+    added: int
+    corrected: int
+    refused: int
+    summary: str | None
+    reason: str | None = None
+    failed: int | None = None
+    proposed: int | None = None
+
+
+class IdsIn(Strict):
+    ids: list[Id] = Field(..., max_length=1000)
+
+
+class MarkedOut(BaseModel):
+    marked: int
+
+
+class UnseenOut(BaseModel):
+    items: list[MemoryOut]
+
+
+class SettingsIn(Strict):
+    paused: bool
+
+
+class SettingsOut(BaseModel):
+    paused: bool
+
+
+class ExportOut(BaseModel):
+    owner_id: str
+    scope: str
+    exported_at: datetime
+    settings: SettingsOut
+    memories: list[dict[str, Any]]
+
+
+class PurgeOut(BaseModel):
+    memories: int
+    revisions: int
+    settings: int
+    refs: int
+    receipts: int
+    tombstones: int
+
+
+class ToolCallIn(Strict):
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    role: Annotated[str, StringConstraints(max_length=64)] | None = None
+    explicit: bool = False
+    language: Annotated[str, StringConstraints(max_length=16)] | None = None
+    person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+class ToolResultOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    ok: bool
+    code: str
+    reason: str | None = None
+    message: str | None = None
+    undo: dict[str, str] | None = None
+
+
+class ToolFunction(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolOut(BaseModel):
+    type: Literal["function"]
+    function: ToolFunction
+
+
+class Empty(BaseModel):
+    """No content."""

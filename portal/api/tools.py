@@ -1,0 +1,39 @@
+"""Model tools over HTTP: the four function schemas, and running one for a person."""
+
+from __future__ import annotations
+
+import json
+
+from portal.memory.tools import run_tool, tool_schemas
+
+from .memories import service
+from .problems import ApiProblem
+from .registry import Api, Call, Reply
+from .schemas import ToolCallIn, ToolOut, ToolResultOut
+
+READ_ONLY = {"recall"}
+
+
+def register(api: Api) -> None:
+    @api.route("GET", "/tools", summary="The model tools in the OpenAI function-calling format",
+               responses={200: [ToolOut]})
+    def list_tools(call: Call) -> Reply:
+        return Reply(200, [ToolOut.model_validate(t) for t in tool_schemas(service().options)])
+
+    @api.route("POST", "/people/<owner_id>/tools/<name>", summary="Run one model tool for a person",
+               body=ToolCallIn, responses={200: ToolResultOut},
+               permission=lambda path: "memories:read" if path.get("name") in READ_ONLY else "memories:write")
+    def call_tool(call: Call) -> Reply:
+        name = call.path["name"]
+        b: ToolCallIn = call.body
+        arguments = b.arguments
+        if isinstance(arguments, str):
+            # Models often send the arguments as a JSON string, as the function-calling format does.
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                raise ApiProblem(400, "malformed_arguments", "arguments is not JSON") from None
+        result = run_tool(service(), call.place, name, arguments, role=b.role, explicit=b.explicit,
+                          language=b.language, person_name=b.person_name)
+        memory = result.get("memory") if isinstance(result.get("memory"), dict) else None
+        return Reply(200, ToolResultOut.model_validate(result), memory_ids=(memory["id"],) if memory else ())

@@ -1,0 +1,184 @@
+"""The message catalog: refusal codes and tool outcomes in the person's language.
+
+The service answers codes, never sentences (DESIGN §3); this module turns a code into words. It is
+plain dictionaries with no web framework, so the portal, the JSON API and the model tools share
+one set of texts. Keys are `refused.<code>` for refusals and the outcome code itself
+(`memory_saved`, `memories_found`, ...) for what went well.
+
+`message(key, language, **values)` answers the text, or None when the catalog has no text for
+that key or does not speak that language at all. An unknown language is not answered in English:
+the caller asked for a language we lack and should decide for itself what to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+DEFAULT_LANGUAGE = "en"
+REFUSED = "refused"
+
+# An entry is a plain text, or plural forms: "zero", "one", "other" chosen by `count`, and "bare"
+# when no count is given.
+Entry = str | Mapping[str, str]
+
+_EN: dict[str, Entry] = {
+    # what a content rule refuses when the catalog has no text for its code
+    "refused": "This cannot be kept in memory.",
+    "refused.empty": "There is nothing to remember: the text is empty.",
+    "refused.too_long": "This is too long to remember. Please make it shorter.",
+    "refused.invalid_kind": "This kind of memory is not known.",
+    "refused.kind_not_allowed": "This kind of memory cannot be kept here.",
+    "refused.other_person": "This is about someone else. Only what concerns you can be kept.",
+    "refused.paused": "Memory is paused: nothing new is learnt until you resume it.",
+    "refused.not_found": "This memory does not exist (any more).",
+    "refused.conflict": "This memory was changed in the meantime. Reload it and try again.",
+    "refused.nothing_to_undo": "There is nothing to undo.",
+    "refused.ai_disabled": "The assistant's memory is not available while the AI is switched off.",
+    "refused.not_shown": "This correction is about a memory that was not part of the conversation.",
+    "refused.invalid_limit": "The number of results asked for is out of range.",
+    "refused.invalid_cursor": "This page link is no longer valid. Start again from the first page.",
+    "refused.invalid_state": "This list filter is not known.",
+    "refused.invalid_format": "This format is not known.",
+    "refused.invalid_ids": "The list of memories is not valid.",
+    "refused.invalid_portrait": "The summary settings are not valid.",
+    "refused.invalid_on_duplicate": "The way to handle a repeated memory is not known.",
+    "refused.invalid_where": "No person was given.",
+    "refused.invalid_idempotency_key": "The request's idempotency key is not valid.",
+    "refused.invalid_arguments": "The request was incomplete or malformed.",
+    "refused.unknown_tool": "This action is not available.",
+    "memory_saved": "Saved to memory.",
+    "memories_found": {
+        "zero": "No memories found.",
+        "one": "Found {count} memory.",
+        "other": "Found {count} memories.",
+        "bare": "Memories found.",
+    },
+    "memory_corrected": "Memory corrected.",
+    "memory_forgotten": "Memory erased.",
+    "memory_undone": "Undone.",
+}
+
+_FR: dict[str, Entry] = {
+    "refused": "Ceci ne peut pas être gardé en mémoire.",
+    "refused.empty": "Il n'y a rien à retenir, le texte est vide.",
+    "refused.too_long": "C'est trop long pour être retenu. Raccourcissez le texte, s'il vous plaît.",
+    "refused.invalid_kind": "Ce type de souvenir n'existe pas.",
+    "refused.kind_not_allowed": "Ce type de souvenir ne peut pas être gardé ici.",
+    "refused.other_person": "Cela concerne quelqu'un d'autre. Seul ce qui vous concerne peut être gardé.",
+    "refused.paused": "La mémoire est en pause, rien de nouveau n'est appris avant sa reprise.",
+    "refused.not_found": "Ce souvenir n'existe pas (ou plus).",
+    "refused.conflict": "Ce souvenir a été modifié entre-temps. Rechargez-le et réessayez.",
+    "refused.nothing_to_undo": "Il n'y a rien à annuler.",
+    "refused.ai_disabled": "La mémoire de l'assistant n'est pas disponible tant que l'IA est désactivée.",
+    "refused.not_shown": "Cette correction porte sur un souvenir qui ne faisait pas partie de la conversation.",
+    "refused.invalid_limit": "Le nombre de résultats demandé est hors limites.",
+    "refused.invalid_cursor": "Ce lien de page n'est plus valable. Reprenez depuis la première page.",
+    "refused.invalid_state": "Ce filtre de liste n'existe pas.",
+    "refused.invalid_format": "Ce format n'existe pas.",
+    "refused.invalid_ids": "La liste de souvenirs n'est pas valable.",
+    "refused.invalid_portrait": "Les réglages du résumé ne sont pas valables.",
+    "refused.invalid_on_duplicate": "Cette façon de traiter un souvenir répété n'existe pas.",
+    "refused.invalid_where": "Aucune personne n'a été indiquée.",
+    "refused.invalid_idempotency_key": "La clé d'idempotence de la demande n'est pas valable.",
+    "refused.invalid_arguments": "La demande était incomplète ou mal formée.",
+    "refused.unknown_tool": "Cette action n'est pas disponible.",
+    "memory_saved": "Enregistré en mémoire.",
+    "memories_found": {
+        "zero": "Aucun souvenir trouvé.",
+        "one": "{count} souvenir trouvé.",
+        "other": "{count} souvenirs trouvés.",
+        "bare": "Souvenirs trouvés.",
+    },
+    "memory_corrected": "Souvenir corrigé.",
+    "memory_forgotten": "Souvenir effacé.",
+    "memory_undone": "Annulé.",
+}
+
+CATALOGS: dict[str, dict[str, Entry]] = {"en": _EN, "fr": _FR}
+
+REFUSAL_CODES: tuple[str, ...] = tuple(k.split(".", 1)[1] for k in _EN if k.startswith(REFUSED + "."))
+OUTCOME_CODES: tuple[str, ...] = ("memory_saved", "memories_found", "memory_corrected", "memory_forgotten", "memory_undone")
+
+
+def _one_en(n: int) -> bool:
+    return n == 1
+
+
+def _one_fr(n: int) -> bool:
+    return n in (0, 1)
+
+
+_PLURAL_ONE = {"en": _one_en, "fr": _one_fr}
+
+
+def languages() -> tuple[str, ...]:
+    """The languages the catalog speaks, as primary language subtags ("en", "fr")."""
+    return tuple(sorted(CATALOGS))
+
+
+def resolve_language(language: str | None) -> str | None:
+    """The catalog language for a language tag: "fr-FR", "fr_CA" and "FR" give "fr".
+
+    No language (None or blank) means no preference: the default language. A tag the catalog does
+    not speak gives None."""
+    if language is None:
+        return DEFAULT_LANGUAGE
+    if not isinstance(language, str):
+        return None
+    tag = language.strip().replace("_", "-").lower()
+    if not tag:
+        return DEFAULT_LANGUAGE
+    if tag in CATALOGS:
+        return tag
+    primary = tag.split("-", 1)[0]
+    return primary if primary in CATALOGS else None
+
+
+def message(code: str, language: str | None, **values: Any) -> str | None:
+    """The text for `code` in `language`, or None when there is none.
+
+    `code` is a catalog key: `refused.<code>` or an outcome (`memories_found`, ...); a bare refusal
+    code the catalog knows (`"paused"`) is read as `refused.paused`. A `refused.<code>` the catalog
+    has no text for (a content rule's own code) gets the language's generic refusal. `values` fill
+    the text's placeholders; `count` also chooses the plural form.
+    """
+    lang = resolve_language(language)
+    if lang is None or not isinstance(code, str):
+        return None
+    texts = CATALOGS[lang]
+    entry = texts.get(code)
+    if entry is None and not code.startswith(REFUSED + ".") and f"{REFUSED}.{code}" in texts:
+        entry = texts[f"{REFUSED}.{code}"]
+    if entry is None and code.startswith(REFUSED + "."):
+        entry = texts[REFUSED]
+    if entry is None:
+        return None
+    return _render(entry, lang, values)
+
+
+def _plural_form(entry: Mapping[str, str], lang: str, count: Any) -> str:
+    """Which plural form `count` takes in `lang`; "bare" without a count."""
+    if not isinstance(count, int) or isinstance(count, bool):
+        return "bare"
+    if count == 0 and "zero" in entry:
+        return "zero"
+    return "one" if _PLURAL_ONE.get(lang, _one_en)(count) else "other"
+
+
+def _render(entry: Entry, lang: str, values: dict[str, Any]) -> str:
+    if isinstance(entry, str):
+        template = entry
+    else:
+        form = _plural_form(entry, lang, values.get("count"))
+        template = entry.get(form) or entry.get("bare") or entry.get("other") or ""
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        # A placeholder without its value: the plain form rather than a broken sentence.
+        if not isinstance(entry, str) and "bare" in entry:
+            return entry["bare"]
+        return template
+
+
+__all__ = ["CATALOGS", "DEFAULT_LANGUAGE", "OUTCOME_CODES", "REFUSAL_CODES", "languages", "message", "resolve_language"]
