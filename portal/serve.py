@@ -21,7 +21,21 @@ class PortalServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         from portal.web.app import create_app
 
-        return create_app()
+        app = create_app()
+        warm_up(app)
+        return app
+
+
+def warm_up(app: Any) -> None:
+    """Load the embedding model before the worker takes requests, so nobody waits seconds for the
+    first recall. A failure here is logged and left to the per-request fallback."""
+    embedder = app.extensions["memory_runtime"].service.embedder
+    if embedder is None:
+        return
+    try:
+        embedder.embed(["warm up"], "query")
+    except Exception as exc:  # the embedder may be remote and down: requests fall back to words
+        app.logger.warning("embedder.warm_up_failed error=%s", type(exc).__name__)
 
 
 def run(host: str, port: int, workers: int, timeout: int = 60) -> None:
