@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from portal.adapters.cipher import FernetCipher, check_cipher
 from portal.adapters.embedders import build_embedder
 from portal.adapters.llm import build_llm
+from portal.adapters.sql.accounts import Accounts
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tenants import Tenants
@@ -30,6 +31,7 @@ class Runtime:
     store: SqlStore
     tenants: Tenants
     service: MemoryService
+    accounts: Accounts
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -72,6 +74,7 @@ def build_runtime(
             prompts[path.name.split(".")[1]] = path.read_text(encoding="utf-8")
     store = SqlStore(engine, cipher=cipher)
     tenants = Tenants(engine)
+    accounts = Accounts(engine)
 
     def ai_enabled(place: Place) -> bool:
         return config.ai_enabled and tenants.ai_enabled(place)
@@ -86,5 +89,6 @@ def build_runtime(
         llm=chosen_llm,
         mask=config.mask,
         ai_enabled=ai_enabled,
+        names_of=accounts.names_of,
     )
-    return Runtime(config, engine, store, tenants, service)
+    return Runtime(config, engine, store, tenants, service, accounts)

@@ -15,10 +15,14 @@ import click
 
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import ConfigError, load_config
-from portal.memory import Place, Saved
+from portal.memory import Place, Saved, Source
 
 DEMO_TENANT = "Demo"
 DEMO_OWNER = "demo-ada"
+DEMO_EMAIL = "ada@demo.example"
+DEMO_NAME = "Ada"
+DEMO_PASSWORD = "demo-password"  # noqa: S105 - a published demo account, printed on purpose
+DEMO_LEARNT = (("Is thinking about adopting a second cat", "goal", 3),)
 DEMO_MEMORIES = (
     ("Prefers short answers with an example first", "preference", 5),
     ("Is learning Spanish before a trip to Seville in May", "goal", 4),
@@ -173,6 +177,7 @@ def api_key_revoke(key_id: str) -> None:
 @main.command()
 def demo() -> None:
     """A demo tenant and a demo person with memories; prints how to look at them."""
+    from portal.adapters.sql.accounts import AccountError
     from portal.adapters.sql.migrate import upgrade
 
     runtime = _runtime()
@@ -183,8 +188,48 @@ def demo() -> None:
     for text, kind, importance in DEMO_MEMORIES:
         outcome = runtime.service.remember(place, text, kind=kind, importance=importance, on_duplicate="reinforce")
         kept += isinstance(outcome, Saved)
+    for text, kind, importance in DEMO_LEARNT:
+        outcome = runtime.service.remember(
+            place, text, kind=kind, importance=importance, origin="inferred", channel="background",
+            on_duplicate="reinforce", sources=(Source("consolidation", "demo-conversation"),),
+        )
+        kept += isinstance(outcome, Saved)
+    try:
+        runtime.accounts.create(DEMO_EMAIL, DEMO_NAME, found.id, "member", DEMO_PASSWORD, owner_id=DEMO_OWNER)
+    except AccountError as exc:
+        if exc.code != "email_taken":
+            raise click.ClickException(exc.code) from None
     click.echo(f"demo tenant {found.id} ({DEMO_TENANT}); person {DEMO_OWNER} has {kept} memories")
-    click.echo("run `memory-portal serve` and open http://127.0.0.1:8000/")
+    click.echo(f"sign in at http://127.0.0.1:8000/ as {DEMO_EMAIL} with the password {DEMO_PASSWORD}")
+
+
+@main.group()
+def user() -> None:
+    """Portal accounts."""
+
+
+@user.command("create")
+@click.option("--email", required=True)
+@click.option("--name", required=True)
+@click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id.")
+@click.option("--role", type=click.Choice(["member", "staff", "admin"]), default="member", show_default=True)
+@click.option("--owner-id", default=None, help="The id the assistant backend keeps this person's memories under.")
+@click.option("--language", type=click.Choice(["en", "fr"]), default="en", show_default=True)
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+def user_create(
+    email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str, password_stdin: bool
+) -> None:
+    """Make an account; prints its owner id (the account's own id unless --owner-id is given)."""
+    from portal.adapters.sql.accounts import AccountError
+
+    runtime = _runtime()
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        created = runtime.accounts.create(email, name, _tenant_id(runtime, tenant_ref), role, password,
+                                          owner_id=owner_id, language=language)
+    except AccountError as exc:
+        raise click.ClickException(exc.code) from None
+    click.echo(created.owner_id)
 
 
 @main.command()

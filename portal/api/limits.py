@@ -28,4 +28,5 @@ def init_limits(app: Flask, bp: Blueprint) -> Limiter:
         headers_enabled=True,
     )
     limiter.limit(limit)(bp)
+    app.extensions["portal_limiter"] = limiter  # the portal's sign-in limit uses the same limiter
     return limiter

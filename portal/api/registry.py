@@ -28,6 +28,8 @@ MAX_BODY = 64 * 1024
 PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 COMMON_PROBLEMS = {400: "Malformed request", 401: "Missing or wrong API key", 403: "Missing permission",
                    404: "Not found", 413: "Body too large", 415: "Not JSON", 429: "Too many requests"}
+# Any write may carry an Idempotency-Key, and any such write may meet a key already used.
+IDEMPOTENCY_PROBLEM = (409, "Idempotency-Key reused with another request, or its first request still running")
 
 
 @dataclass
@@ -227,7 +229,10 @@ class Api:
             else:
                 kind = "application/problem+json" if status >= 400 else JSON
                 responses[str(status)] = {"description": model.__doc__ or "OK", "content": {kind: {"schema": _ref(model)}}}
-        for status, title in COMMON_PROBLEMS.items():
+        common = dict(COMMON_PROBLEMS)
+        if r.method != "GET":
+            common.setdefault(*IDEMPOTENCY_PROBLEM)
+        for status, title in sorted(common.items()):
             if r.public and status in (401, 403):
                 continue
             responses.setdefault(str(status), {"description": title,

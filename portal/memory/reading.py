@@ -118,11 +118,13 @@ class Reading:
         before: datetime | None = None,
         limit: int = 5,
         min_similarity: float | None = None,
+        mark: bool = True,
     ) -> builtins.list[Hit]:
         """The memories that best answer `query`: meaning and words fused by reciprocal rank.
 
         Without an embedder, with the AI off or while the embedder fails, it ranks by words, then
-        by the most recently useful. Returned memories are marked used.
+        by the most recently useful. Returned memories are marked used (unless `mark` is False:
+        a person searching their own memories is not the assistant using them).
         """
         place = as_place(place)
         if not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL:
@@ -159,7 +161,7 @@ class Reading:
                     Hit(by_id[i], score, "hybrid" if len(found_by) == 2 else next(iter(found_by)))
                     for i, score, found_by in fused if i in by_id
                 ]
-        if hits:
+        if hits and mark:
             now = self.clock()
             self.mark_used(place, [h.memory.id for h in hits])
             for h in hits:

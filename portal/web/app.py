@@ -21,6 +21,10 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     """Build the app. `config` overrides fields of the environment's Config (tests use it);
     `runtime` may be handed in whole (tests with a fake embedder)."""
     app = Flask("portal", template_folder=str(ROOT / "templates"), static_folder=str(ROOT / "static"))
+    config = dict(config or {})
+    # Upper-case keys are Flask settings (API_RATE_LIMIT, WTF_CSRF_ENABLED, ...); the rest override
+    # fields of the environment's Config.
+    flask_settings = {k: config.pop(k) for k in list(config) if k.isupper()}
     settings = runtime.config if runtime else load_config(overrides=config)
     app.config.update(
         SECRET_KEY=secret_key_for(settings),
@@ -28,7 +32,12 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
         SESSION_COOKIE_SAMESITE="Lax",
         MAX_CONTENT_LENGTH=1024 * 1024,
     )
+    app.config.update(flask_settings)
     app.extensions["memory_runtime"] = runtime or build_runtime(settings)
+
+    from portal.web.security import csrf, init_security
+
+    init_security(app)
 
     from portal.web.health import bp as health_bp
 
@@ -36,12 +45,41 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
 
     from portal.api import init_app as init_api
 
-    init_api(app)
+    api_blueprint = init_api(app).blueprint
+    csrf.exempt(api_blueprint)  # bearer-token JSON API: no cookies, so no CSRF; nothing else is exempt
+
+    from portal.web import account, auth, memories
+
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(memories.bp)
+    app.register_blueprint(account.bp)
+    auth.limit_login(app.extensions["portal_limiter"])
+    app.jinja_env.globals["kind_label"] = kind_label
+    app.register_error_handler(404, not_found)
 
     from portal.cli import register
 
     register(app)
     return app
+
+
+def kind_label(kind: str) -> str:
+    from flask_babel import gettext as _
+
+    labels = {"goal": _("Goal"), "preference": _("Preference"), "fact": _("Fact"), "person": _("Person"),
+              "event": _("Event"), "feeling": _("Feeling")}
+    return labels.get(kind, kind)
+
+
+def not_found(exc: Exception) -> Any:
+    from flask import render_template, request
+
+    from portal.api import PREFIX
+    from portal.api.problems import problem
+
+    if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
+        return problem(404, "not_found")
+    return render_template("errors/404.html"), 404
 
 
 def runtime_of(app: Flask) -> Runtime:

@@ -1,8 +1,8 @@
-"""Liveness, readiness and the home page (until the people's portal lands)."""
+"""Liveness and readiness probes."""
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, render_template
+from flask import Blueprint, current_app, jsonify
 from flask.typing import ResponseReturnValue
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
@@ -35,6 +35,7 @@ def readyz() -> ResponseReturnValue:
     return jsonify(status="ready", database="ok")
 
 
-@bp.get("/")
-def home() -> ResponseReturnValue:
-    return render_template("home.html")
+
+@bp.get("/favicon.ico")
+def favicon() -> ResponseReturnValue:
+    return current_app.send_static_file("favicon.svg"), 200, {"Content-Type": "image/svg+xml"}

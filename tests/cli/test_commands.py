@@ -116,15 +116,16 @@ def test_api_key_is_printed_once_listed_without_its_secret_and_revocable(env: di
 def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     demo = run(["demo"], env)
     assert demo.returncode == 0, demo.stderr
-    assert "demo-ada has 8 memories" in demo.stdout
-    # Running it again keeps the same eight (reinforced, not duplicated).
-    assert "demo-ada has 8 memories" in run(["demo"], env).stdout
+    assert "demo-ada has 9 memories" in demo.stdout
+    assert "ada@demo.example" in demo.stdout  # how to sign in
+    # Running it again keeps the same nine (reinforced, not duplicated).
+    assert "demo-ada has 9 memories" in run(["demo"], env).stdout
     exported = run(["export", "demo-ada", "--tenant", "Demo"], env)
     data = json.loads(exported.stdout)
-    assert len(data["memories"]) == 8
+    assert len(data["memories"]) == 9
     assert {m["text"] for m in data["memories"]} >= {"Has a cat called Miso"}
     purged = run(["purge-owner", "demo-ada", "--yes"], env)
-    assert json.loads(purged.stdout)["memories"] == 8
+    assert json.loads(purged.stdout)["memories"] == 9
     after = json.loads(run(["export", "demo-ada", "--tenant", "Demo"], env).stdout)
     assert after["memories"] == []
 
@@ -161,8 +162,8 @@ def test_serve_answers_health_and_readiness_on_loopback(env: dict[str, str]) -> 
         assert ready is not None and ready.status_code == 200, "server did not come up"
         assert ready.json()["database"] == "ok"
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json() == {"status": "ok"}
-        home = httpx.get(f"http://127.0.0.1:{port}/")
-        assert home.status_code == 200 and "Memory portal" in home.text
+        home = httpx.get(f"http://127.0.0.1:{port}/", follow_redirects=True)
+        assert home.status_code == 200 and "Sign in" in home.text  # the portal's front door
     finally:
         proc.terminate()
         output, _ = proc.communicate(timeout=30)

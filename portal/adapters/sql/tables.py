@@ -211,3 +211,27 @@ api_keys = Table(
     Column("revoked_at", UTCDateTime, nullable=True),
     Index("ix_api_keys_tenant_id", "tenant_id"),
 )
+
+# People and staff who sign in to the portal. `owner_id` is the id under which the assistant
+# backend keeps this person's memories (by default the account's own id).
+users = Table(
+    "users",
+    metadata,
+    _id(primary_key=True),
+    Column("email", String(320), nullable=False, unique=True),
+    Column("name", String(200), nullable=False),
+    Column("password_hash", String(200), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column(
+        "tenant_id",
+        String(64),
+        ForeignKey("tenants.id", ondelete="CASCADE", name="fk_users_tenant_id_tenants"),
+        nullable=False,
+    ),
+    Column("owner_id", String(200), nullable=False),
+    Column("language", String(8), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_visit_at", UTCDateTime, nullable=True),
+    Index("ix_users_tenant_id", "tenant_id"),
+    Index("ix_users_owner_id", "owner_id"),
+)

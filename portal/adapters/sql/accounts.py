@@ -1,0 +1,154 @@
+"""Portal accounts: sign-in with Argon2id password hashes, roles, tenants and owner ids.
+
+The accounts of a tenant also answer `names_of(place)`: the names of the other people of that
+tenant, which a memory about this person must not carry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.exc import IntegrityError
+
+from portal.memory.ports import new_id, utc_now
+from portal.memory.types import Place
+
+from .tables import tenants, users
+
+ROLES = ("member", "staff", "admin")
+LANGUAGES = ("en", "fr")
+EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
+MIN_PASSWORD = 10
+
+_hasher = PasswordHasher()
+# Verified against when the e-mail is unknown, so a miss costs what a wrong password does.
+_DUMMY = _hasher.hash("no such account, no such password")
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    email: str
+    name: str
+    role: str
+    tenant_id: str
+    owner_id: str
+    language: str
+    created_at: datetime
+    last_visit_at: datetime | None
+
+    @property
+    def place(self) -> Place:
+        """Where this person's memories live: their owner id in their tenant."""
+        return Place(self.owner_id, self.tenant_id)
+
+    # flask-login's user protocol, without importing Flask here
+    is_authenticated = True
+    is_active = True
+    is_anonymous = False
+
+    def get_id(self) -> str:
+        return self.id
+
+
+class AccountError(ValueError):
+    """A refused account change, with a stable code."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Accounts:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def create(
+        self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
+        language: str = "en",
+    ) -> User:
+        email = email.strip().lower()
+        if not EMAIL.match(email):
+            raise AccountError("invalid_email")
+        if not name.strip() or len(name) > 200:
+            raise AccountError("invalid_name")
+        if role not in ROLES:
+            raise AccountError("invalid_role")
+        if language not in LANGUAGES:
+            raise AccountError("invalid_language")
+        if len(password) < MIN_PASSWORD:
+            raise AccountError("password_too_short")
+        if owner_id is not None and (not owner_id.strip() or len(owner_id) > 200):
+            raise AccountError("invalid_owner_id")
+        user_id = new_id()
+        row = {
+            "id": user_id, "email": email, "name": name.strip(), "password_hash": _hasher.hash(password), "role": role,
+            "tenant_id": tenant_id, "owner_id": owner_id or user_id, "language": language, "created_at": utc_now(),
+            "last_visit_at": None,
+        }
+        with self.engine.begin() as conn:
+            if conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first() is None:
+                raise AccountError("unknown_tenant")
+            try:
+                conn.execute(insert(users).values(**row))
+            except IntegrityError:
+                raise AccountError("email_taken") from None
+        return _user(row)
+
+    def get(self, user_id: str) -> User | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(users).where(users.c.id == user_id)).mappings().first()
+        return _user(row) if row else None
+
+    def find(self, query: str, tenant_ids: list[str] | None = None) -> list[User]:
+        """Accounts whose e-mail, name or owner id matches (staff search), within `tenant_ids`."""
+        needle = f"%{query.strip().lower()}%"
+        condition = or_(users.c.email.like(needle), users.c.name.ilike(needle), users.c.owner_id == query.strip())
+        statement = select(users).where(condition).order_by(users.c.email).limit(50)
+        if tenant_ids is not None:
+            statement = statement.where(users.c.tenant_id.in_(tenant_ids))
+        with self.engine.connect() as conn:
+            return [_user(r) for r in conn.execute(statement).mappings()]
+
+    def authenticate(self, email: str, password: str) -> User | None:
+        """The account for these credentials, or None; the same work is done for unknown e-mails."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(users).where(users.c.email == email.strip().lower())).mappings().first()
+        try:
+            _hasher.verify(row["password_hash"] if row else _DUMMY, password)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return None
+        return _user(row) if row else None
+
+    def set_language(self, user_id: str, language: str) -> None:
+        if language not in LANGUAGES:
+            raise AccountError("invalid_language")
+        with self.engine.begin() as conn:
+            conn.execute(update(users).where(users.c.id == user_id).values(language=language))
+
+    def mark_visit(self, user_id: str, at: datetime) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(users).where(users.c.id == user_id).values(last_visit_at=at))
+
+    def names_of(self, place: Place) -> list[str]:
+        """The other people of this place's tenant: a memory of this person must not name them."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(users.c.name).where(and_(users.c.tenant_id == place.scope, users.c.owner_id != place.owner_id))
+            )
+            return [r.name for r in rows]
+
+
+def _user(row: RowMapping | dict[str, object]) -> User:
+    return User(
+        id=str(row["id"]), email=str(row["email"]), name=str(row["name"]), role=str(row["role"]),
+        tenant_id=str(row["tenant_id"]), owner_id=str(row["owner_id"]), language=str(row["language"]),
+        created_at=row["created_at"],  # type: ignore[arg-type]
+        last_visit_at=row["last_visit_at"],  # type: ignore[arg-type]
+    )

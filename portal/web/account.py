@@ -1,0 +1,97 @@
+"""The person's controls over the whole of their memory: pause, erase everything, download, language."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_login import current_user, login_required
+
+from .memories import context, service
+from .render import is_htmx
+
+bp = Blueprint("account", __name__, url_prefix="/account")
+CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin", "channel", "state", "created_at",
+              "updated_at", "last_used_at")
+
+
+@bp.post("/pause")
+@login_required
+def pause() -> ResponseReturnValue:
+    service().pause(current_user.place)
+    return _paused_answer(_("Paused: the assistant learns nothing new until you resume."))
+
+
+@bp.post("/resume")
+@login_required
+def resume() -> ResponseReturnValue:
+    service().resume(current_user.place)
+    return _paused_answer(_("Resumed: the assistant may learn again."))
+
+
+def _paused_answer(text: str) -> ResponseReturnValue:
+    if is_htmx():
+        return render_template("account/_pause.html", **context()) + render_template("_toast.html", text=text, undo_id=None)
+    flash(text)
+    return redirect(url_for("memories.index"), 303)
+
+
+@bp.route("/erase", methods=["GET", "POST"])
+@login_required
+def erase() -> ResponseReturnValue:
+    error = None
+    if request.method == "POST":
+        typed = request.form.get("confirm", "").strip().lower()
+        if typed == current_user.email.lower():
+            counts = service().forget_all(current_user.place)
+            flash(_("Everything was erased: %(count)d memories, with every earlier version.", count=counts["memories"]))
+            return redirect(url_for("memories.index"), 303)
+        error = _("Type your e-mail address exactly to confirm.")
+    return render_template("account/erase.html", error=error, **context()), 422 if error else 200
+
+
+@bp.get("/export.json")
+@login_required
+def export_json() -> ResponseReturnValue:
+    data = service().export(current_user.place)
+    return Response(
+        json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
+        headers={"Content-Disposition": 'attachment; filename="my-memories.json"'},
+    )
+
+
+@bp.get("/export.csv")
+@login_required
+def export_csv() -> ResponseReturnValue:
+    data = service().export(current_user.place)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for memory in data["memories"]:
+        writer.writerow({k: _csv_safe(memory.get(k)) for k in CSV_FIELDS})
+    return Response(
+        out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": 'attachment; filename="my-memories.csv"'}
+    )
+
+
+@bp.post("/language")
+@login_required
+def language() -> ResponseReturnValue:
+    from flask import current_app
+
+    chosen = request.form.get("language", "en")
+    if chosen in ("en", "fr"):
+        current_app.extensions["memory_runtime"].accounts.set_language(current_user.id, chosen)
+    return redirect(request.referrer if request.referrer and request.referrer.startswith(request.host_url)
+                    else url_for("memories.index"), 303)
+
+
+def _csv_safe(value: object) -> object:
+    """Cells a spreadsheet would run as a formula get a leading quote (CSV injection)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

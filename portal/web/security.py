@@ -1,0 +1,93 @@
+"""Sign-in sessions, CSRF, the Content-Security-Policy and the person's language.
+
+Nothing here decides what a person may do with their memories: that is the service's job. This
+module only answers who is asking and keeps the browser side safe (no inline scripts, CSRF tokens
+on every form and htmx request, cookies that scripts cannot read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urljoin, urlparse
+
+from flask import Flask, Response, abort, current_app, request
+from flask_babel import Babel
+from flask_login import LoginManager, current_user
+from flask_wtf.csrf import CSRFProtect
+
+LANGUAGES = ("en", "fr")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+)
+
+csrf = CSRFProtect()
+login_manager = LoginManager()
+babel = Babel()
+
+
+def init_security(app: Flask) -> None:
+    csrf.init_app(app)
+    login_manager.init_app(app)
+    login_manager.login_view = "auth.login"
+    login_manager.login_message = None  # the sign-in page says what it is for
+
+    @login_manager.user_loader
+    def load_user(user_id: str) -> Any:
+        return app.extensions["memory_runtime"].accounts.get(user_id)
+
+    # Translations live in portal/translations (the app's root path is the package).
+    babel.init_app(app, locale_selector=choose_language)
+
+    @app.after_request
+    def headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        if request.is_secure:
+            response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
+        return response
+
+    @app.before_request
+    def secure_cookies_behind_tls() -> None:
+        # Secure cookies whenever the request came over TLS (directly or via a trusted proxy).
+        current_app.config["SESSION_COOKIE_SECURE"] = request.is_secure
+        current_app.config["REMEMBER_COOKIE_SECURE"] = request.is_secure
+
+
+def choose_language() -> str:
+    if getattr(current_user, "is_authenticated", False) and current_user.language in LANGUAGES:
+        return str(current_user.language)
+    return request.accept_languages.best_match(LANGUAGES) or "en"
+
+
+def safe_next(target: str | None, fallback: str) -> str:
+    """A `next` URL on this host only; anything else goes to `fallback`."""
+    if not target:
+        return fallback
+    joined = urlparse(urljoin(request.host_url, target))
+    if joined.scheme not in ("http", "https") or joined.netloc != urlparse(request.host_url).netloc:
+        return fallback
+    if target.startswith("//") or "\\" in target:
+        return fallback
+    return joined.path + (f"?{joined.query}" if joined.query else "")
+
+
+def roles_required(*roles: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Only signed-in accounts with one of `roles`; anyone else gets 404, which reveals nothing."""
+
+    def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if not current_user.is_authenticated:
+                return current_app.login_manager.unauthorized()  # type: ignore[attr-defined]
+            if current_user.role not in roles:
+                abort(404)
+            return view(*args, **kwargs)
+
+        return guarded
+
+    return wrap
