@@ -1,5 +1,5 @@
 # The two commands of the README. Both do all set-up on a fresh machine.
-.PHONY: run test lint
+.PHONY: run test lint translations
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -21,3 +21,13 @@ test:
 lint:
 	.venv/bin/ruff check portal tests migrations
 	.venv/bin/mypy
+
+# Re-extract the portal's texts (portal/**.py, templates/**.html), merge them into each language's
+# catalog and compile the .mo files the app loads. New or changed texts come out untranslated or
+# fuzzy: translate them in portal/translations/<lang>/LC_MESSAGES/messages.po and run this again
+# (tests/web/test_translations.py fails until every entry is translated and compiled).
+translations:
+	.venv/bin/pybabel extract -F babel.cfg -k _ -k gettext --project "Memory portal" --version 0.1.0 \
+		--sort-by-file --no-wrap -o portal/translations/messages.pot .
+	.venv/bin/pybabel update -i portal/translations/messages.pot -d portal/translations --no-fuzzy-matching --no-wrap
+	.venv/bin/pybabel compile -d portal/translations --statistics

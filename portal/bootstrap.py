@@ -14,14 +14,18 @@ from portal.adapters.cipher import FernetCipher, check_cipher
 from portal.adapters.embedders import build_embedder
 from portal.adapters.llm import build_llm
 from portal.adapters.sql.accounts import Accounts
+from portal.adapters.sql.api_keys import ApiKeys
+from portal.adapters.sql.audit import AuditLog, ErasureRequests
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tenants import Tenants
+from portal.administration import Administration
 from portal.config import Config, ConfigError
 from portal.memory import MemoryService, Options
 from portal.memory.ports import LLM, Embedder
 from portal.memory.rules import load_rules
 from portal.memory.types import Place
+from portal.support import Support
 
 
 @dataclass
@@ -32,6 +36,9 @@ class Runtime:
     tenants: Tenants
     service: MemoryService
     accounts: Accounts
+    audit: AuditLog
+    support: Support
+    administration: Administration
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -91,4 +98,7 @@ def build_runtime(
         ai_enabled=ai_enabled,
         names_of=accounts.names_of,
     )
-    return Runtime(config, engine, store, tenants, service, accounts)
+    audit = AuditLog(engine)
+    support = Support(service, accounts, tenants, audit, ErasureRequests(engine))
+    administration = Administration(tenants, accounts, ApiKeys(engine), audit)
+    return Runtime(config, engine, store, tenants, service, accounts, audit, support, administration)

@@ -12,7 +12,7 @@ import httpx
 
 
 class ApiError(Exception):
-    """An answer of 4xx/5xx class: `status`, the stable `code`, a `detail` for people, and for a
+    """An answer that is no success (3xx, 4xx, 5xx): `status`, the stable `code`, a `detail` for people, and for a
     compare-and-set conflict the memory's `actual_revision`."""
 
     def __init__(self, status: int, code: str, detail: str | None = None, actual_revision: int | None = None) -> None:
@@ -70,7 +70,7 @@ CLASSES: dict[int, type[ApiError]] = {400: BadRequest, 401: Unauthorized, 403: F
 
 
 def error_of(response: httpx.Response) -> ApiError:
-    """The error an answer of 4xx/5xx class stands for; a body that is no problem+json (a proxy's
+    """The error an answer of 3xx/4xx/5xx class stands for; a body that is no problem+json (a proxy's
     page) still gives an ApiError, with the code `http_<status>`."""
     status = response.status_code
     try:

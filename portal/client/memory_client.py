@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import Redacted, error_of
+from .errors import ApiError, Redacted, error_of
 from .models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, parse_time
 
 API_PREFIX = "/api/v1"
@@ -196,9 +196,12 @@ class MemoryClient:
         query = {k: ("true" if v is True else "false" if v is False else v) for k, v in (params or {}).items()}
         response = self._http.request(method, path, content=content, params=query or None, headers=sent)
         self.last_response = response
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # a redirect is never followed: it could lead to another person
             raise error_of(response)
-        data: Any = response.json() if response.content else None
+        try:
+            data: Any = response.json() if response.content else None
+        except ValueError:
+            raise ApiError(response.status_code, "invalid_response", "the answer is not JSON") from None
         if data == {"redacted": True} and response.headers.get("Idempotent-Replayed") == "true":
             raise Redacted(response.status_code, "redacted", "applied once; its memory was forgotten since")
         return data, response

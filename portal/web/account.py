@@ -9,6 +9,7 @@ import json
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
+from flask_babel import ngettext
 from flask_login import current_user, login_required
 
 from .memories import context, service
@@ -19,10 +20,20 @@ CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin"
               "updated_at", "last_used_at")
 
 
+def audit(action: str, **extra: object) -> None:
+    """The person's own privacy actions go in the content-free audit log too."""
+    from flask import current_app
+
+    current_app.extensions["memory_runtime"].audit.record(
+        current_user.id, current_user.role, action, current_user.owner_id, current_user.tenant_id, **extra
+    )
+
+
 @bp.post("/pause")
 @login_required
 def pause() -> ResponseReturnValue:
     service().pause(current_user.place)
+    audit("person.paused")
     return _paused_answer(_("Paused: the assistant learns nothing new until you resume."))
 
 
@@ -30,6 +41,7 @@ def pause() -> ResponseReturnValue:
 @login_required
 def resume() -> ResponseReturnValue:
     service().resume(current_user.place)
+    audit("person.resumed")
     return _paused_answer(_("Resumed: the assistant may learn again."))
 
 
@@ -48,7 +60,9 @@ def erase() -> ResponseReturnValue:
         typed = request.form.get("confirm", "").strip().lower()
         if typed == current_user.email.lower():
             counts = service().forget_all(current_user.place)
-            flash(_("Everything was erased: %(count)d memories, with every earlier version.", count=counts["memories"]))
+            audit("person.erased_all", counts=counts)
+            flash(ngettext("Everything was erased: %(num)d memory, with every earlier version.",
+                           "Everything was erased: %(num)d memories, with every earlier version.", counts["memories"]))
             return redirect(url_for("memories.index"), 303)
         error = _("Type your e-mail address exactly to confirm.")
     return render_template("account/erase.html", error=error, **context()), 422 if error else 200
@@ -58,6 +72,7 @@ def erase() -> ResponseReturnValue:
 @login_required
 def export_json() -> ResponseReturnValue:
     data = service().export(current_user.place)
+    audit("person.exported", counts={"memories": len(data["memories"])})
     return Response(
         json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
         headers={"Content-Disposition": 'attachment; filename="my-memories.json"'},
@@ -68,6 +83,7 @@ def export_json() -> ResponseReturnValue:
 @login_required
 def export_csv() -> ResponseReturnValue:
     data = service().export(current_user.place)
+    audit("person.exported", counts={"memories": len(data["memories"])})
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
     writer.writeheader()
@@ -95,3 +111,14 @@ def _csv_safe(value: object) -> object:
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value
+
+
+@bp.post("/delete")
+@login_required
+def ask_deletion() -> ResponseReturnValue:
+    """"Ask to delete my account": an erasure request support staff complete within the month."""
+    from flask import current_app
+
+    current_app.extensions["memory_runtime"].support.person_asks_erasure(current_user)
+    flash(_("Your request to delete your account was sent. Support will complete it within a month."))
+    return redirect(url_for("memories.index"), 303)

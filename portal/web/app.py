@@ -48,11 +48,13 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     api_blueprint = init_api(app).blueprint
     csrf.exempt(api_blueprint)  # bearer-token JSON API: no cookies, so no CSRF; nothing else is exempt
 
-    from portal.web import account, auth, memories
+    from portal.web import account, admin, auth, memories, staff
 
     app.register_blueprint(auth.bp)
     app.register_blueprint(memories.bp)
     app.register_blueprint(account.bp)
+    app.register_blueprint(staff.bp)
+    app.register_blueprint(admin.bp)
     auth.limit_login(app.extensions["portal_limiter"])
     app.jinja_env.globals["kind_label"] = kind_label
     app.register_error_handler(404, not_found)

@@ -29,7 +29,8 @@ def login() -> ResponseReturnValue:
         if user is not None:
             login_user(user)
             current_app.logger.info("auth.login user=%s", user.id)
-            return redirect(safe_next(request.args.get("next"), url_for("memories.index")), 303)
+            home = url_for("staff.people") if user.role in ("staff", "admin") else url_for("memories.index")
+            return redirect(safe_next(request.args.get("next"), home), 303)
         error = _("That e-mail and password do not match an account.")
         status = 401
     return render_template("auth/login.html", error=error), status

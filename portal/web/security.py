@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urljoin, urlparse
 
 from flask import Flask, Response, abort, current_app, request
-from flask_babel import Babel
+from flask_babel import Babel, get_locale
 from flask_login import LoginManager, current_user
 from flask_wtf.csrf import CSRFProtect
 
@@ -40,6 +40,8 @@ def init_security(app: Flask) -> None:
 
     # Translations live in portal/translations (the app's root path is the package).
     babel.init_app(app, locale_selector=choose_language)
+    # base.html says which language the page is in (<html lang>), for screen readers and spelling.
+    app.jinja_env.globals["get_locale"] = get_locale
 
     @app.after_request
     def headers(response: Response) -> Response:

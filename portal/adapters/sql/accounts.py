@@ -136,6 +136,21 @@ class Accounts:
         with self.engine.begin() as conn:
             conn.execute(update(users).where(users.c.id == user_id).values(last_visit_at=at))
 
+    def delete(self, user_id: str) -> bool:
+        """Remove an account (erasure of the person): its e-mail, name and password hash go with it."""
+        from sqlalchemy import delete
+
+        with self.engine.begin() as conn:
+            return bool(conn.execute(delete(users).where(users.c.id == user_id)).rowcount)
+
+    def staff(self, tenant_ids: list[str] | None = None) -> list[User]:
+        """Staff and admin accounts (of these tenants)."""
+        statement = select(users).where(users.c.role.in_(("staff", "admin"))).order_by(users.c.email)
+        if tenant_ids is not None:
+            statement = statement.where(users.c.tenant_id.in_(tenant_ids))
+        with self.engine.connect() as conn:
+            return [_user(r) for r in conn.execute(statement).mappings()]
+
     def names_of(self, place: Place) -> list[str]:
         """The other people of this place's tenant: a memory of this person must not name them."""
         with self.engine.connect() as conn:

@@ -235,3 +235,41 @@ users = Table(
     Index("ix_users_tenant_id", "tenant_id"),
     Index("ix_users_owner_id", "owner_id"),
 )
+
+# Content-free record of what staff, admins and people did: who, what, about whom, where, when,
+# how many — never a memory's words.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    _id(primary_key=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("actor_id", String(64), nullable=True),
+    Column("actor_role", String(16), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("subject_owner_id", String(200), nullable=True),
+    Column("scope", String(200), nullable=True),
+    Column("counts", Text, nullable=True),
+    Column("ticket", String(200), nullable=True),
+    Column("reason_code", String(64), nullable=True),
+    Index("ix_audit_log_at", "at"),
+    Index("ix_audit_log_scope_at", "scope", "at"),
+    Index("ix_audit_log_subject", "subject_owner_id"),
+)
+
+# Requests to erase a person (GDPR art. 17), from the person or logged by staff.
+erasure_requests = Table(
+    "erasure_requests",
+    metadata,
+    _id(primary_key=True),
+    Column("tenant_id", String(64), nullable=False),
+    Column("subject_owner_id", String(200), nullable=False),
+    Column("subject_user_id", String(64), nullable=True),
+    Column("ticket", String(200), nullable=True),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("requested_by", String(16), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("completed_at", UTCDateTime, nullable=True),
+    Column("completed_by", String(64), nullable=True),
+    Column("counts", Text, nullable=True),
+    Index("ix_erasure_requests_tenant_state", "tenant_id", "state"),
+)

@@ -1,0 +1,141 @@
+"""The audit log and erasure requests, in SQL. Entries are content-free by construction: the
+columns hold ids, codes, counts and ticket references, and nothing else."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Engine, RowMapping
+
+from portal.memory.ports import new_id, utc_now
+
+from .tables import audit_log, erasure_requests
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: str
+    at: datetime
+    actor_id: str | None
+    actor_role: str
+    action: str
+    subject_owner_id: str | None
+    scope: str | None
+    counts: dict[str, int] | None
+    ticket: str | None
+    reason_code: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureRequest:
+    id: str
+    tenant_id: str
+    subject_owner_id: str
+    subject_user_id: str | None
+    ticket: str | None
+    received_at: datetime
+    requested_by: str
+    state: str
+    completed_at: datetime | None
+    completed_by: str | None
+    counts: dict[str, int] | None
+
+
+class AuditLog:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(
+        self, actor_id: str | None, actor_role: str, action: str, subject_owner_id: str | None = None,
+        scope: str | None = None, counts: dict[str, int] | None = None, ticket: str | None = None,
+        reason_code: str | None = None,
+    ) -> AuditEntry:
+        entry = AuditEntry(new_id(), utc_now(), actor_id, actor_role, action, subject_owner_id, scope,
+                           counts, ticket, reason_code)
+        with self.engine.begin() as conn:
+            conn.execute(insert(audit_log).values(
+                id=entry.id, at=entry.at, actor_id=actor_id, actor_role=actor_role, action=action,
+                subject_owner_id=subject_owner_id, scope=scope, counts=json.dumps(counts) if counts else None,
+                ticket=ticket, reason_code=reason_code,
+            ))
+        return entry
+
+    def query(
+        self, scopes: list[str] | None, actor_id: str | None = None, subject: str | None = None,
+        action: str | None = None, since: datetime | None = None, until: datetime | None = None, limit: int = 500,
+    ) -> list[AuditEntry]:
+        """Newest first; `scopes=None` means every scope (admins)."""
+        c = audit_log.c
+        statement = select(audit_log).order_by(c.at.desc(), c.id.desc()).limit(limit)
+        if scopes is not None:
+            statement = statement.where(c.scope.in_(scopes))
+        if actor_id:
+            statement = statement.where(c.actor_id == actor_id)
+        if subject:
+            statement = statement.where(c.subject_owner_id == subject)
+        if action:
+            statement = statement.where(c.action == action)
+        if since:
+            statement = statement.where(c.at >= since)
+        if until:
+            statement = statement.where(c.at < until)
+        with self.engine.connect() as conn:
+            return [_entry(r) for r in conn.execute(statement).mappings()]
+
+
+class ErasureRequests:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def open(self, tenant_id: str, subject_owner_id: str, subject_user_id: str | None, ticket: str | None,
+             received_at: datetime, requested_by: str) -> ErasureRequest:
+        request = ErasureRequest(new_id(), tenant_id, subject_owner_id, subject_user_id, ticket, received_at,
+                                 requested_by, "open", None, None, None)
+        with self.engine.begin() as conn:
+            conn.execute(insert(erasure_requests).values(
+                id=request.id, tenant_id=tenant_id, subject_owner_id=subject_owner_id,
+                subject_user_id=subject_user_id, ticket=ticket, received_at=received_at, requested_by=requested_by,
+                state="open",
+            ))
+        return request
+
+    def get(self, request_id: str) -> ErasureRequest | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(erasure_requests).where(erasure_requests.c.id == request_id)).mappings().first()
+        return _request(row) if row else None
+
+    def all(self, tenant_ids: list[str] | None) -> list[ErasureRequest]:
+        c = erasure_requests.c
+        statement = select(erasure_requests).order_by(c.state.desc(), c.received_at)
+        if tenant_ids is not None:
+            statement = statement.where(c.tenant_id.in_(tenant_ids))
+        with self.engine.connect() as conn:
+            return [_request(r) for r in conn.execute(statement).mappings()]
+
+    def open_for(self, subject_owner_id: str, tenant_id: str) -> list[ErasureRequest]:
+        c = erasure_requests.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(erasure_requests).where(
+                c.subject_owner_id == subject_owner_id, c.tenant_id == tenant_id, c.state == "open"))
+            return [_request(r) for r in rows.mappings()]
+
+    def complete(self, request_id: str, actor_id: str, counts: dict[str, int]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(erasure_requests).where(erasure_requests.c.id == request_id).values(
+                state="completed", completed_at=utc_now(), completed_by=actor_id, counts=json.dumps(counts),
+                subject_user_id=None,
+            ))
+
+
+def _entry(r: RowMapping) -> AuditEntry:
+    return AuditEntry(r["id"], r["at"], r["actor_id"], r["actor_role"], r["action"], r["subject_owner_id"],
+                      r["scope"], json.loads(r["counts"]) if r["counts"] else None, r["ticket"], r["reason_code"])
+
+
+def _request(r: RowMapping) -> ErasureRequest:
+    return ErasureRequest(r["id"], r["tenant_id"], r["subject_owner_id"], r["subject_user_id"], r["ticket"],
+                          r["received_at"], r["requested_by"], r["state"], r["completed_at"], r["completed_by"],
+                          json.loads(r["counts"]) if r["counts"] else None)

@@ -1,0 +1,97 @@
+"""Admin console: tenants and their AI switch, staff accounts, API keys (shown once)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_login import current_user
+
+from portal.adapters.sql.api_keys import PERMISSIONS
+from portal.administration import Administration
+from portal.memory import NotFound
+from portal.support import Refusal
+
+from .security import roles_required
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+admin_only = roles_required("admin")
+
+
+def administration() -> Administration:
+    value: Administration = current_app.extensions["memory_runtime"].administration
+    return value
+
+
+def page(new_key: str | None = None, status: int = 200) -> ResponseReturnValue:
+    runtime = current_app.extensions["memory_runtime"]
+    tenants = runtime.tenants.all()
+    names = {t.id: t.name for t in tenants}
+    keys = administration().api_keys.list()
+    return render_template("admin/index.html", tenants=tenants, names=names, staff=runtime.accounts.staff(),
+                           keys=keys, permissions=PERMISSIONS, new_key=new_key), status
+
+
+@bp.get("/")
+@admin_only
+def index() -> ResponseReturnValue:
+    return page()
+
+
+@bp.post("/tenants")
+@admin_only
+def create_tenant() -> ResponseReturnValue:
+    try:
+        administration().create_tenant(current_user, request.form.get("name", ""), request.form.get("ai") == "on")
+        flash(_("Tenant created."))
+    except Refusal as exc:
+        flash(exc.code, "error")
+    return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/tenants/<tenant_id>/ai")
+@admin_only
+def switch_ai(tenant_id: str) -> ResponseReturnValue:
+    try:
+        administration().set_ai(current_user, tenant_id, request.form.get("enabled") == "1")
+    except NotFound:
+        abort(404)
+    flash(_("The AI switch was changed."))
+    return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/staff")
+@admin_only
+def create_staff() -> ResponseReturnValue:
+    form = request.form
+    try:
+        administration().create_staff(current_user, form.get("email", ""), form.get("name", ""),
+                                      form.get("tenant", ""), form.get("role", "staff"), form.get("password", ""))
+        flash(_("Account created."))
+    except Refusal as exc:
+        flash(exc.code, "error")
+    return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/keys")
+@admin_only
+def create_key() -> ResponseReturnValue:
+    try:
+        _key, token = administration().create_api_key(current_user, request.form.get("tenant", ""),
+                                                      request.form.getlist("permission"), request.form.get("name"))
+    except Refusal as exc:
+        flash(exc.code, "error")
+        return redirect(url_for("admin.index"), 303)
+    response = page(new_key=token)
+    return response
+
+
+@bp.post("/keys/<key_id>/revoke")
+@admin_only
+def revoke_key(key_id: str) -> ResponseReturnValue:
+    try:
+        administration().revoke_api_key(current_user, key_id)
+    except NotFound:
+        abort(404)
+    flash(_("Key revoked."))
+    return redirect(url_for("admin.index"), 303)

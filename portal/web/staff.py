@@ -1,0 +1,163 @@
+"""Support staff console: find a person, access and erasure requests, the audit log.
+
+Thin shells over `portal.support.Support`; role checks are server-side on every route (staff and
+admins only; anyone else, or anything of another tenant, is "not found").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_login import current_user
+
+from portal.memory import NotFound
+from portal.support import BREAK_GLASS_REASONS, Refusal, Support
+
+from .security import roles_required
+
+bp = Blueprint("staff", __name__, url_prefix="/staff")
+staff_only = roles_required("staff", "admin")
+REFUSALS = {
+    "reason_required": "Choose why you need to see the memories.",
+    "invalid_ticket": "A ticket reference is letters, digits and - _ # / . : only.",
+    "confirmation_mismatch": "That is not the person's e-mail or owner id: nothing was erased.",
+    "already_completed": "This request is already completed.",
+    "received_in_future": "The date received cannot be in the future.",
+}
+
+
+def support() -> Support:
+    value: Support = current_app.extensions["memory_runtime"].support
+    return value
+
+
+def refusal(code: str) -> str:
+    return _(REFUSALS.get(code, code))
+
+
+@bp.get("/")
+@staff_only
+def people() -> ResponseReturnValue:
+    query = request.args.get("q", "")
+    found = support().find(current_user, query) if query else []
+    return render_template("staff/people.html", query=query, found=found)
+
+
+@bp.get("/people/<user_id>")
+@staff_only
+def person(user_id: str) -> ResponseReturnValue:
+    try:
+        summary = support().summary(current_user, user_id)
+    except NotFound:
+        abort(404)
+    return render_template("staff/person.html", s=summary, reasons=BREAK_GLASS_REASONS, error=None)
+
+
+@bp.post("/people/<user_id>/memories")
+@staff_only
+def open_memories(user_id: str) -> ResponseReturnValue:
+    try:
+        memories = support().open_memories(current_user, user_id, request.form.get("reason", ""),
+                                           request.form.get("ticket"))
+        person = support().summary(current_user, user_id)
+    except NotFound:
+        abort(404)
+    except Refusal as exc:
+        flash(refusal(exc.code), "error")
+        return redirect(url_for("staff.person", user_id=user_id), 303)
+    return render_template("staff/memories.html", s=person, memories=memories)
+
+
+@bp.post("/people/<user_id>/export")
+@staff_only
+def export(user_id: str) -> ResponseReturnValue:
+    try:
+        data = support().export(current_user, user_id, request.form.get("ticket"))
+    except NotFound:
+        abort(404)
+    except Refusal as exc:
+        flash(refusal(exc.code), "error")
+        return redirect(url_for("staff.person", user_id=user_id), 303)
+    return Response(json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="access-{user_id}.json"'})
+
+
+@bp.post("/people/<user_id>/erasure")
+@staff_only
+def log_erasure(user_id: str) -> ResponseReturnValue:
+    received = _date(request.form.get("received", ""))
+    try:
+        created = support().log_erasure(current_user, user_id, request.form.get("ticket"), received)
+    except NotFound:
+        abort(404)
+    except Refusal as exc:
+        flash(refusal(exc.code), "error")
+        return redirect(url_for("staff.person", user_id=user_id), 303)
+    flash(_("Erasure request logged."))
+    return redirect(url_for("staff.erasure", request_id=created.id), 303)
+
+
+@bp.get("/erasure")
+@staff_only
+def erasures() -> ResponseReturnValue:
+    return render_template("staff/erasures.html", views=support().requests(current_user))
+
+
+@bp.route("/erasure/<request_id>", methods=["GET", "POST"])
+@staff_only
+def erasure(request_id: str) -> ResponseReturnValue:
+    try:
+        found = support().request(current_user, request_id)
+    except NotFound:
+        abort(404)
+    error = None
+    if request.method == "POST":
+        try:
+            support().complete_erasure(current_user, request_id, request.form.get("confirm", ""))
+            flash(_("Erased in every scope."))
+            return redirect(url_for("staff.erasure", request_id=request_id), 303)
+        except Refusal as exc:
+            error = refusal(exc.code)
+    return render_template("staff/erasure.html", r=found, error=error), 422 if error else 200
+
+
+@bp.get("/audit")
+@staff_only
+def audit() -> ResponseReturnValue:
+    entries = support().audit_entries(current_user, **_audit_filters())
+    return render_template("staff/audit.html", entries=entries, f=request.args)
+
+
+@bp.get("/audit.csv")
+@staff_only
+def audit_csv() -> ResponseReturnValue:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["at", "actor_id", "actor_role", "action", "subject_owner_id", "scope", "counts", "ticket", "reason"])
+    for e in support().audit_entries(current_user, **_audit_filters()):
+        writer.writerow([e.at.isoformat(), e.actor_id, e.actor_role, e.action, e.subject_owner_id, e.scope,
+                         json.dumps(e.counts) if e.counts else "", e.ticket or "", e.reason_code or ""])
+    return Response(out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": 'attachment; filename="audit.csv"'})
+
+
+def _audit_filters() -> dict[str, object]:
+    args = request.args
+    until = _date(args.get("to", ""))
+    return {
+        "actor_id": args.get("actor") or None, "subject": args.get("subject") or None,
+        "action": args.get("action") or None, "since": _date(args.get("from", "")),
+        "until": until + timedelta(days=1) if until else None,  # "to" includes that whole day
+    }
+
+
+def _date(value: str) -> datetime | None:
+    try:
+        return datetime.strptime(value.strip()[:10], "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return None

@@ -1,0 +1,1 @@
+"""Browser tests: Playwright and a real Chromium against a live portal."""

@@ -1,0 +1,234 @@
+"""A live portal and a real Chromium for the browser tests.
+
+The server is the real app (`create_app`) on a temporary SQLite database migrated by Alembic, with
+MEMORY_EMBEDDER=none, served by werkzeug on 127.0.0.1 on a free port in a background thread. Each
+test gets a tenant of its own holding a person with memories (Ada) and a second person (Bruno), so
+tests never see each other's changes. Chromium is Debian's (/usr/bin/chromium, or $CHROMIUM): a
+missing browser fails the suite, it is never skipped.
+
+Elements are located by role, label or data-testid only, as a person or a screen reader finds them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.migrate import upgrade
+from portal.bootstrap import Runtime, build_runtime
+from portal.cli import DEMO_LEARNT, DEMO_MEMORIES
+from portal.config import load_config
+from portal.memory import Place, Saved, Source
+from portal.web.app import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT = {"width": 1280, "height": 800}
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+PASSWORD = "correct horse battery"  # noqa: S105 - a test account's password
+OTHER_NAME = "Bruno"
+OTHER_TEXT = "Plays the cello in an amateur orchestra"
+XSS_TEXT = "<img src=x onerror=alert(1)>"
+
+
+class StatusRecorder:
+    """WSGI middleware keeping (method, path, status) of every answer, so a 5xx fails the test."""
+
+    def __init__(self, wsgi: Any) -> None:
+        self.wsgi = wsgi
+        self.seen: list[tuple[str, str, int]] = []
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        def recording(status: str, headers: Any, exc_info: Any = None) -> Any:
+            self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), int(status.split()[0])))
+            return start_response(status, headers, exc_info)
+
+        return self.wsgi(environ, recording)
+
+
+@dataclass
+class LiveServer:
+    url: str
+    runtime: Runtime
+    recorder: StatusRecorder
+
+
+@dataclass
+class Person:
+    """A signed-up person of a fresh tenant, with memories, and the other person of that tenant."""
+
+    email: str
+    name: str
+    place: Place
+    other_place: Place
+    other_memory_id: str
+    memory_ids: dict[str, str] = field(default_factory=dict)  # text -> id
+
+    @property
+    def password(self) -> str:
+        return PASSWORD
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    folder = tmp_path_factory.mktemp("e2e")
+    config = load_config({
+        "MEMORY_INSTANCE_PATH": str(folder), "MEMORY_DATABASE_URL": f"sqlite:///{folder / 'memory.db'}",
+        "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "e2e-" + "k" * 40,
+    })
+    engine = make_engine(config.database_url)
+    upgrade(engine)
+    runtime = build_runtime(config, engine=engine, llm=None)
+    # Every test signs in from 127.0.0.1: the sign-in throttle would stop the suite, not a guesser.
+    app = create_app(config={"LOGIN_RATE_LIMIT": "1000/minute"}, runtime=runtime)
+    recorder = StatusRecorder(app.wsgi_app)
+    app.wsgi_app = recorder  # type: ignore[method-assign]
+    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="e2e-server", daemon=True)
+    thread.start()
+    try:
+        yield LiveServer(f"http://127.0.0.1:{server.server_port}", runtime, recorder)
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        server.server_close()
+        runtime.dispose()
+
+
+@pytest.fixture(autouse=True)
+def no_server_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Any 5xx the live server answered during a test fails that test."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    server: LiveServer = request.getfixturevalue("live_server")
+    start = len(server.recorder.seen)
+    yield
+    errors = [s for s in server.recorder.seen[start:] if s[2] >= 500]
+    assert not errors, f"the server answered errors: {errors}"
+
+
+_numbers = itertools.count(1)
+
+
+def make_person(runtime: Runtime, ai_enabled: bool = True, language: str = "en") -> Person:
+    n = next(_numbers)
+    tenant = runtime.tenants.create(f"e2e-{n}", ai_enabled=ai_enabled)
+    ada = runtime.accounts.create(f"ada{n}@e2e.example", "Ada", tenant.id, "member", PASSWORD, language=language)
+    bruno = runtime.accounts.create(f"bruno{n}@e2e.example", OTHER_NAME, tenant.id, "member", PASSWORD)
+    ids: dict[str, str] = {}
+    # Oldest first, so the list (newest first) reads like the demo's.
+    for text, kind, importance in reversed(DEMO_MEMORIES):
+        outcome = runtime.service.remember(ada.place, text, kind=kind, importance=importance)
+        assert isinstance(outcome, Saved), outcome
+        ids[text] = outcome.memory.id
+    for text, kind, importance in DEMO_LEARNT:
+        outcome = runtime.service.remember(
+            ada.place, text, kind=kind, importance=importance, origin="inferred", channel="background",
+            sources=(Source("consolidation", "e2e-conversation"),),
+        )
+        assert isinstance(outcome, Saved), outcome
+        ids[text] = outcome.memory.id
+    other = runtime.service.remember(bruno.place, OTHER_TEXT, kind="fact")
+    assert isinstance(other, Saved), other
+    return Person(ada.email, ada.name, ada.place, bruno.place, other.memory.id, ids)
+
+
+@pytest.fixture
+def person(live_server: LiveServer) -> Person:
+    """Ada, with the demo's memories, and Bruno in the same tenant (AI on)."""
+    return make_person(live_server.runtime)
+
+
+@pytest.fixture
+def person_ai_off(live_server: LiveServer) -> Person:
+    """Like `person`, in a tenant created with the AI switched off (no switch cache to wait for)."""
+    return make_person(live_server.runtime, ai_enabled=False)
+
+
+@pytest.fixture
+def french_person(live_server: LiveServer) -> Person:
+    """Like `person`, for someone whose account speaks French."""
+    return make_person(live_server.runtime, language="fr")
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file() or not os.access(path, os.X_OK):
+        pytest.fail(
+            f"Chromium is missing ({path}): install Debian's `chromium` (scripts/ensure-chromium.sh, run by `make test`)"
+            " or point $CHROMIUM at one. The browser tests are never skipped."
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+@pytest.fixture
+def new_context(browser: Browser) -> Iterator[Callable[..., BrowserContext]]:
+    """Makes browser contexts (1280x800, downloads on), all closed after the test."""
+    made: list[BrowserContext] = []
+
+    def make(**options: Any) -> BrowserContext:
+        context = browser.new_context(viewport=VIEWPORT, accept_downloads=True, locale="en-GB", **options)
+        context.set_default_timeout(5000)
+        made.append(context)
+        return context
+
+    yield make
+    for context in made:
+        context.close()
+
+
+@pytest.fixture
+def page(new_context: Callable[..., BrowserContext]) -> Page:
+    return new_context().new_page()
+
+
+def sign_in(page: Page, base_url: str, who: Person, password: str | None = None) -> None:
+    """Sign in through the form, as a person does."""
+    page.goto(f"{base_url}/login")
+    page.get_by_label("Email").fill(who.email)
+    page.get_by_label("Password").fill(password or who.password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+@pytest.fixture
+def signed_in(page: Page, live_server: LiveServer, person: Person) -> Page:
+    """A page signed in as `person`, on their memories."""
+    sign_in(page, live_server.url, person)
+    expect(page).to_have_url(f"{live_server.url}/memories")
+    return page
+
+
+def screenshot(page: Page, name: str) -> None:
+    """Save the screen as docs/screenshots/<name> (shown in the README)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / name))

@@ -1,0 +1,103 @@
+"""Signing in and out: wrong passwords, the rate limit, `next`, and what the session cookie allows."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import PASSWORD, World, page_text, sign_in
+
+
+def test_sign_in_then_out(world: World) -> None:
+    client = world.client()
+    assert "Sign in" in page_text(client.get("/login"))
+    answer = sign_in(client, "ADA@example.com ")  # e-mail case and stray spaces do not matter
+    assert answer.headers["Location"] == "/memories"
+    assert "Ada Lovelace" in page_text(client.get("/memories"))
+    assert client.get("/login").headers["Location"] == "/memories"  # already signed in
+
+    out = client.post("/logout")
+    assert out.status_code == 303 and out.headers["Location"] == "/login"
+    assert "You are signed out." in page_text(client.get("/login"))
+    assert client.get("/memories").headers["Location"].startswith("/login")
+
+
+@pytest.mark.parametrize("email,password", [("ada@example.com", "wrong password!"), ("nobody@example.com", PASSWORD)])
+def test_wrong_credentials_answer_401_with_the_error(world: World, email: str, password: str) -> None:
+    client = world.client()
+    answer = client.post("/login", data={"email": email, "password": password})
+    assert answer.status_code == 401
+    # The same words for an unknown e-mail and a wrong password: nothing tells which accounts exist.
+    assert "That e-mail and password do not match an account." in page_text(answer)
+    assert client.get("/memories").status_code == 302
+
+
+def test_login_error_in_the_browsers_language(world: World) -> None:
+    answer = world.client().post(
+        "/login", data={"email": "ada@example.com", "password": "nope nope nope"}, headers={"Accept-Language": "fr-FR,fr;q=0.9"}
+    )
+    assert answer.status_code == 401
+    assert "Cette adresse e-mail et ce mot de passe ne correspondent à aucun compte." in page_text(answer)
+    assert '<html lang="fr">' in answer.get_data(as_text=True)
+
+
+def test_login_rate_limit(world: World) -> None:
+    client = world.client(LOGIN_RATE_LIMIT="3/minute")
+    for _ in range(3):
+        assert client.post("/login", data={"email": "ada@example.com", "password": "guess guess"}).status_code == 401
+    fourth = client.post("/login", data={"email": "ada@example.com", "password": PASSWORD})
+    assert fourth.status_code == 429
+    # Even the right password is not let in while the limit holds, and reading the form is not limited.
+    assert client.get("/memories").status_code == 302
+    assert client.get("/login").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "next_url,lands_on",
+    [
+        ("/memories?kind=goal", "/memories?kind=goal"),
+        ("/account/erase", "/account/erase"),
+        ("https://evil.example/steal", "/memories"),
+        ("//evil.example/steal", "/memories"),
+        ("/\\evil.example", "/memories"),
+        ("javascript:alert(1)", "/memories"),
+        ("http://localhost.evil.example/", "/memories"),
+    ],
+)
+def test_next_stays_on_this_site(world: World, next_url: str, lands_on: str) -> None:
+    client = world.client()
+    answer = client.post("/login", query_string={"next": next_url}, data={"email": "ada@example.com", "password": PASSWORD})
+    assert answer.status_code == 303
+    assert answer.headers["Location"] == lands_on
+
+
+def test_anonymous_visit_comes_back_after_sign_in(world: World) -> None:
+    client = world.client()
+    bounce = client.get("/memories?kind=goal")
+    assert bounce.status_code == 302
+    login_url = bounce.headers["Location"]
+    assert login_url.startswith("/login?next=")
+    answer = client.post(login_url, data={"email": "ada@example.com", "password": PASSWORD})
+    assert answer.headers["Location"] == "/memories?kind=goal"
+
+
+def test_session_cookie_is_httponly_and_lax(world: World) -> None:
+    answer = sign_in(world.client(), "ada@example.com")
+    cookie = answer.headers["Set-Cookie"]
+    assert cookie.startswith("session=")
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert "Secure" not in cookie  # plain http (development): a Secure cookie would never come back
+
+
+def test_session_cookie_is_secure_over_tls(world: World) -> None:
+    client = world.client()
+    answer = sign_in(client, "ada@example.com", base_url="https://localhost")
+    cookie = answer.headers["Set-Cookie"]
+    assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert answer.headers["Strict-Transport-Security"].startswith("max-age=")
+    assert client.get("/memories", base_url="https://localhost").status_code == 200
+
+
+def test_home_sends_each_visitor_to_the_right_page(world: World) -> None:
+    assert world.client().get("/").headers["Location"] == "/login"
+    assert world.client(world.ada).get("/").headers["Location"] == "/memories"
+
