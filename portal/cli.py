@@ -284,6 +284,17 @@ def export(owner_id: str, tenant_ref: str | None) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+def _add_operations() -> None:
+    from portal.cli_operations import prune, rebuild_search, rotate_keys
+
+    main.add_command(prune)
+    main.add_command(rotate_keys)
+    db.add_command(rebuild_search)
+
+
+_add_operations()
+
+
 def register(app: Any) -> None:
     """Make the same commands available as `flask --app portal <command>`."""
     for command in main.commands.values():

@@ -69,12 +69,8 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
     database_url = environ.get("MEMORY_DATABASE_URL", "").strip()
     secret_key = environ.get("MEMORY_SECRET_KEY", "").strip()
     if env == "production":
-        if not secret_key:
-            raise ConfigError("MEMORY_SECRET_KEY is required in production")
-        if len(secret_key) < 32:
-            raise ConfigError("MEMORY_SECRET_KEY must be at least 32 characters")
-        if not database_url.startswith(("postgresql", "postgres:")):
-            raise ConfigError("MEMORY_DATABASE_URL must be a PostgreSQL URL in production")
+        # Checked first, on the raw values, so a production start names these before anything else.
+        check_production(Config(env=env, instance_path=instance, database_url=database_url, secret_key=secret_key))
     if not database_url:
         database_url = f"sqlite:///{instance / 'memory.db'}"
     elif not database_url.startswith(("postgresql", "postgres:", "sqlite:")):
@@ -125,7 +121,20 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]
+        if config.production:
+            check_production(config)  # overrides cannot smuggle a weaker production config past the check
     return config
+
+
+def check_production(config: Config) -> None:
+    """Refuse a production config without a real secret key or a PostgreSQL database, naming the
+    variable: an embedded SQLite file or a generated key are development conveniences only."""
+    if not config.secret_key:
+        raise ConfigError("MEMORY_SECRET_KEY is required in production")
+    if len(config.secret_key) < 32:
+        raise ConfigError("MEMORY_SECRET_KEY must be at least 32 characters")
+    if not config.is_postgres:
+        raise ConfigError("MEMORY_DATABASE_URL must be a PostgreSQL URL in production")
 
 
 def secret_key_for(config: Config) -> str:

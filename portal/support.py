@@ -72,11 +72,19 @@ class Support:
         raise NotFound()
 
     def _person(self, actor: User, user_id: str) -> User:
+        """The person `actor` may act for. Staff act for the people (members) of their own tenant
+        only: a colleague or an admin is "not found" to them, so staff cannot open, export or erase
+        another staff member's or an admin's account. Admins act for anyone."""
         person = self.accounts.get(user_id)
-        scopes = self.scopes(actor)
-        if person is None or (scopes is not None and person.tenant_id not in scopes):
+        if person is None or not self._may_see(actor, person):
             raise NotFound()
         return person
+
+    def _may_see(self, actor: User, person: User) -> bool:
+        scopes = self.scopes(actor)
+        if scopes is None:
+            return True
+        return person.tenant_id in scopes and person.role == "member"
 
     def _log(self, actor: User, action: str, subject: User | None = None, scope: str | None = None,
              **extra: Any) -> AuditEntry:
@@ -89,7 +97,7 @@ class Support:
         query = query.strip()[:320]
         if not query:
             return []
-        return self.accounts.find(query, self.scopes(actor))
+        return [p for p in self.accounts.find(query, self.scopes(actor)) if self._may_see(actor, p)]
 
     def summary(self, actor: User, user_id: str) -> PersonSummary:
         """Counts by kind, pause state and last activity — no memory text."""
@@ -105,9 +113,9 @@ class Support:
 
     def open_memories(self, actor: User, user_id: str, reason: str, ticket: str | None) -> list[Memory]:
         """Break glass: the person's memory text, for a recorded reason (audited before it is shown)."""
+        person = self._person(actor, user_id)  # first: someone of another tenant is "not found", reason or not
         if reason not in BREAK_GLASS_REASONS:
             raise Refusal("reason_required")
-        person = self._person(actor, user_id)
         memories = self._all(person.place)
         self._log(actor, "memories.viewed", person, reason_code=reason, ticket=_ticket(ticket),
                   counts={"memories": len(memories)})
@@ -182,9 +190,14 @@ class Support:
                           ticket=request.ticket)
         counts = self.service.purge_owner(request.subject_owner_id).to_json()
         counts["accounts"] = int(self.accounts.delete(person.id)) if person else 0
-        self.erasures.complete(request.id, actor.id, counts)
-        self.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,
-                          counts=counts, ticket=request.ticket)
+        # Other open requests for the same person (the person asked from the portal and staff logged
+        # one too) are answered by this erasure: left open they would keep the account id and sit in
+        # the list as overdue forever.
+        others = [r for r in self.erasures.open_for(request.subject_owner_id, request.tenant_id) if r.id != request.id]
+        for done in [request, *others]:
+            self.erasures.complete(done.id, actor.id, counts)
+            self.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,
+                              counts=counts, ticket=done.ticket)
         return counts
 
     # ------------------------------------------------------------------ audit

@@ -64,6 +64,7 @@ class FernetCipher:
                     "(32 url-safe base64-encoded bytes; make one with `generate_key`)"
                 ) from None
         self._fernet = MultiFernet(fernets)
+        self._first = fernets[0]
         self.key_count = len(fernets)
         self.digest_key = _derive_digest_key(base64.urlsafe_b64decode(_canonical_key(keys[0])))
 
@@ -91,6 +92,14 @@ class FernetCipher:
             return self._fernet.decrypt(token.encode("ascii")).decode("utf-8")
         except (InvalidToken, UnicodeEncodeError):
             raise CipherError("cannot decrypt: no configured key matches, or the token was altered") from None
+
+    def uses_first_key(self, token: str) -> bool:
+        """Whether the first key alone reads this token, i.e. `rotate` would have nothing to do."""
+        try:
+            self._first.decrypt(token.encode("ascii"))
+        except (InvalidToken, UnicodeEncodeError):
+            return False
+        return True
 
     def rotate(self, token: str) -> str:
         """The same text re-encrypted with the first key (decrypting with whichever key fits)."""

@@ -42,7 +42,8 @@ def refusal(refused: Refused) -> Reply:
 
 def register(api: Api) -> None:
     @api.route("POST", "/people/<owner_id>/memories", summary="Remember something about a person",
-               permission="memories:write", body=RememberIn, responses={201: SavedOut, 409: Problem, 422: Problem})
+               permission="memories:write", body=RememberIn, responses={201: SavedOut, 409: Problem, 422: Problem},
+               redactable=True)
     def remember(call: Call) -> Reply:
         b: RememberIn = call.body
         outcome = service().remember(
@@ -65,13 +66,14 @@ def register(api: Api) -> None:
         return Reply(200, PageOut(items=[MemoryOut.of(m) for m in page.items], next_cursor=page.next_cursor))
 
     @api.route("GET", MEMORY, summary="One memory; its ETag is the revision", permission="memories:read",
-               responses={200: MemoryOut})
+               responses={200: MemoryOut}, etag=True)
     def get_memory(call: Call) -> Reply:
         memory = service().get(call.place, call.path["memory_id"])
-        return Reply(200, MemoryOut.of(memory), headers={"ETag": f'"{memory.revision}"'})
+        return Reply(200, MemoryOut.of(memory))
 
     @api.route("PATCH", MEMORY, summary="Correct a memory (a new revision; If-Match for compare-and-set)",
-               permission="memories:write", body=UpdateIn, responses={200: MemoryOut, 409: Problem, 422: Problem})
+               permission="memories:write", body=UpdateIn, responses={200: MemoryOut, 409: Problem, 422: Problem},
+               etag=True, redactable=True)
     def update_memory(call: Call) -> Reply:
         b: UpdateIn = call.body
         expected = None
@@ -86,11 +88,10 @@ def register(api: Api) -> None:
         )
         if isinstance(outcome, Refused):
             return refusal(outcome)
-        return Reply(200, MemoryOut.of(outcome.memory), headers={"ETag": f'"{outcome.memory.revision}"'},
-                     memory_ids=(outcome.memory.id,))
+        return Reply(200, MemoryOut.of(outcome.memory), memory_ids=(outcome.memory.id,))
 
     @api.route("POST", MEMORY + "/undo", summary="Take back the last write to a memory", permission="memories:write",
-               responses={200: UndoOut, 422: Problem})
+               responses={200: UndoOut, 422: Problem}, redactable=True)
     def undo_memory(call: Call) -> Reply:
         outcome = service().undo(call.place, call.path["memory_id"])
         if isinstance(outcome, Refused):

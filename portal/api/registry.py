@@ -21,7 +21,7 @@ from portal.memory.idempotency import Answer, once, request_hash
 from portal.memory.types import Place
 
 from .problems import ApiProblem, problem
-from .schemas import Problem
+from .schemas import Problem, Redacted
 
 JSON = "application/json"
 MAX_BODY = 64 * 1024
@@ -30,6 +30,15 @@ COMMON_PROBLEMS = {400: "Malformed request", 401: "Missing or wrong API key", 40
                    404: "Not found", 413: "Body too large", 415: "Not JSON", 429: "Too many requests"}
 # Any write may carry an Idempotency-Key, and any such write may meet a key already used.
 IDEMPOTENCY_PROBLEM = (409, "Idempotency-Key reused with another request, or its first request still running")
+# Headers every answer of a status carries (problems.py sets them).
+COMMON_HEADERS = {
+    401: {"WWW-Authenticate": {"description": "The Bearer scheme", "required": True, "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "Seconds to wait", "required": True, "schema": {"type": "string"}}},
+}
+REPLAYED_HEADER = {"description": "Present on an answer replayed for a reused Idempotency-Key", "required": False,
+                   "schema": {"type": "string", "enum": ["true"]}}
+ETAG_HEADER = {"description": 'The revision, quoted ("3"): send it back in If-Match', "required": True,
+               "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}
 
 
 @dataclass
@@ -69,6 +78,8 @@ class Route:
     max_body: int
     handler: Callable[[Call], Reply]
     public: bool = False
+    etag: bool = False
+    redactable: bool = False
 
 
 class Api:
@@ -84,10 +95,14 @@ class Api:
         self, method: str, rule: str, *, summary: str, permission: str | Callable[[dict[str, str]], str] | None = None,
         body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
         responses: dict[int, Any] | None = None, max_body: int = MAX_BODY, public: bool = False,
+        etag: bool = False, redactable: bool = False,
     ) -> Callable[[Callable[[Call], Reply]], Callable[[Call], Reply]]:
+        """Declare an endpoint. `etag`: a 200 answer is a memory, sent with `ETag: "<revision>"`.
+        `redactable`: success answers name a memory, so a replay after it was forgotten is `Redacted`."""
+
         def register(handler: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
             route = Route(handler.__name__, method, rule, summary, permission, body, query, responses or {},
-                          max_body, handler, public)
+                          max_body, handler, public, etag, redactable)
             self.routes.append(route)
             self.blueprint.add_url_rule(
                 rule, endpoint=route.name, view_func=lambda **path: self._serve(route, path), methods=[method]
@@ -113,15 +128,23 @@ class Api:
         call = Call(key, place, self._body(route), self._query(route), path)
         idem_key = request.headers.get("Idempotency-Key")
         if idem_key is None or route.method == "GET" or place is None:
-            return self._render(route.handler(call))
-        digest = request_hash(route.method, request.path, request.get_data(as_text=True), key.id if key else "")
+            return self._render(route, route.handler(call))
+        # The same JSON spelt differently (key order, spacing) is the same request.
+        digest = request_hash(route.method, request.path, _canonical(request.get_data(as_text=True)), key.id if key else "")
         runtime = current_app.extensions["memory_runtime"]
-        answer, replayed = once(
-            runtime.store, place, idem_key, digest, lambda: self._answer(route.handler(call)), runtime.service.clock
-        )
+        replies: list[Reply] = []
+
+        def run() -> Answer:
+            replies.append(route.handler(call))
+            return self._answer(replies[0])
+
+        answer, replayed = once(runtime.store, place, idem_key, digest, run, runtime.service.clock)
         response = self._response(answer.status, answer.body)
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
+        elif replies:
+            response.headers.update(replies[0].headers)  # a replay has no headers stored
+        self._etag(route, answer, response)
         return response
 
     def _body(self, route: Route) -> Any:
@@ -160,11 +183,19 @@ class Api:
             body = {"__list__": [b.model_dump(mode="json") if isinstance(b, BaseModel) else b for b in body]}
         return Answer(reply.status, body, reply.memory_ids)
 
-    def _render(self, reply: Reply) -> Response:
+    def _render(self, route: Route, reply: Reply) -> Response:
         answer = self._answer(reply)
         response = self._response(answer.status, answer.body)
         response.headers.update(reply.headers)
+        self._etag(route, answer, response)
         return response
+
+    @staticmethod
+    def _etag(route: Route, answer: Answer, response: Response) -> None:
+        """The memory's revision as its ETag: on the answer and on its replays (a redacted one has none)."""
+        revision = answer.body.get("revision") if route.etag and answer.status == 200 and answer.body else None
+        if isinstance(revision, int):
+            response.headers["ETag"] = f'"{revision}"'
 
     @staticmethod
     def _response(status: int, body: dict[str, Any] | None) -> Response:
@@ -179,6 +210,8 @@ class Api:
     def openapi(self, prefix: str) -> dict[str, Any]:
         """The OpenAPI 3.1 document, generated from the routes and their models."""
         models: set[type[BaseModel]] = {Problem}
+        if any(r.redactable for r in self.routes):
+            models.add(Redacted)
         for r in self.routes:
             models.update(m for m in (r.body, r.query) if m)
             models.update(m for m in r.responses.values() if isinstance(m, type) and issubclass(m, BaseModel))
@@ -228,7 +261,16 @@ class Api:
                                           "content": {JSON: {"schema": {"type": "array", "items": _ref(model[0])}}}}
             else:
                 kind = "application/problem+json" if status >= 400 else JSON
-                responses[str(status)] = {"description": model.__doc__ or "OK", "content": {kind: {"schema": _ref(model)}}}
+                answered: dict[str, Any] = _ref(model)
+                if r.redactable and status < 300:
+                    answered = {"anyOf": [answered, _ref(Redacted)]}
+                responses[str(status)] = {"description": model.__doc__ or "OK", "content": {kind: {"schema": answered}}}
+            if r.method != "GET":
+                responses[str(status)]["headers"] = {"Idempotent-Replayed": REPLAYED_HEADER}
+            if r.etag and status == 200:
+                # A write's replay after its memory was forgotten has no revision to name.
+                etag = ETAG_HEADER if r.method == "GET" else {**ETAG_HEADER, "required": False}
+                responses[str(status)].setdefault("headers", {})["ETag"] = etag
         common = dict(COMMON_PROBLEMS)
         if r.method != "GET":
             common.setdefault(*IDEMPOTENCY_PROBLEM)
@@ -237,10 +279,20 @@ class Api:
                 continue
             responses.setdefault(str(status), {"description": title,
                                                "content": {"application/problem+json": {"schema": _ref(Problem)}}})
+        for status, headers in COMMON_HEADERS.items():
+            if str(status) in responses:
+                responses[str(status)].setdefault("headers", {}).update(headers)
         op["responses"] = responses
         if r.public:
             op["security"] = []
         return op
+
+
+def _canonical(body: str) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return body
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:

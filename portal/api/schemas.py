@@ -30,6 +30,13 @@ class Problem(BaseModel):
     actual_revision: int | None = None
 
 
+class Redacted(BaseModel):
+    """A write replayed for its Idempotency-Key after its memory was forgotten: it was applied once,
+    and what it answered is erased (header `Idempotent-Replayed: true`)."""
+
+    redacted: Literal[True]
+
+
 class SourceOut(BaseModel):
     kind: str
     ref: str | None = None
@@ -156,7 +163,7 @@ class Turn(Strict):
 
 
 class ConsolidateIn(Strict):
-    transcript: Annotated[str, StringConstraints(max_length=1_000_000)] | list[Turn] = Field(..., max_length=5000)
+    transcript: Annotated[str, StringConstraints(max_length=1_000_000)] | Annotated[list[Turn], Field(max_length=5000)]
     ref: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     role: Annotated[str, StringConstraints(max_length=64)] | None = None
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None

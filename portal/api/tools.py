@@ -21,7 +21,7 @@ def register(api: Api) -> None:
         return Reply(200, [ToolOut.model_validate(t) for t in tool_schemas(service().options)])
 
     @api.route("POST", "/people/<owner_id>/tools/<name>", summary="Run one model tool for a person",
-               body=ToolCallIn, responses={200: ToolResultOut},
+               body=ToolCallIn, responses={200: ToolResultOut}, redactable=True,
                permission=lambda path: "memories:read" if path.get("name") in READ_ONLY else "memories:write")
     def call_tool(call: Call) -> Reply:
         name = call.path["name"]

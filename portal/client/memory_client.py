@@ -46,7 +46,7 @@ class MemoryClient:
 
     # ------------------------------------------------------------------ memories
 
-    def remember(self, owner_id: str, text: str, kind: str | None = None, importance: int | str | None = None,
+    def remember(self, owner_id: str, text: str, kind: str | None = None, importance: int | float | str | None = None,
                  role: str | None = None, explicit: bool = False, on_duplicate: str | None = None,
                  pinned: bool = False, idempotency_key: str | None = None) -> Saved:
         """Keep a memory (or meet the duplicate it repeats); `Refused` with the code otherwise."""
@@ -79,7 +79,7 @@ class MemoryClient:
         return Memory.of(data)
 
     def update(self, owner_id: str, memory_id: str, text: str | None = None, kind: str | None = None,
-               importance: int | str | None = None, pinned: bool | None = None, in_place: bool = False,
+               importance: int | float | str | None = None, pinned: bool | None = None, in_place: bool = False,
                if_revision: int | None = None, idempotency_key: str | None = None) -> Memory:
         """Correct a memory (a new revision; with `in_place` no earlier text is kept). With
         `if_revision`, a memory changed since raises `Conflict` carrying `actual_revision`."""

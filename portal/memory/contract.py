@@ -21,7 +21,7 @@ Only tests import this module; pytest is a test dependency, not a runtime one.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
@@ -374,12 +374,58 @@ class StoreContract:
         (chess,) = self.add(store, here, "chess and chess again, chess club")
         self.add(store, here, "nothing to see")
         with store.read(here) as tx:
-            found = self.search_words(store, tx, "my chess", 10, Filters())
+            found = self.search_words(store, tx, "coffee chess", 10, Filters())
         ids = [i for i, _ in found]
         assert ids[0] == chess.id
         assert set(ids) == {chess.id, *(m.id for m in coffees)}
         scores = [s for _, s in found]
         assert scores == sorted(scores, reverse=True)
+
+    def test_search_words_leaves_a_querys_stop_words_out(self, store: Store) -> None:
+        here = self.place(store)
+        self.add(store, here, "my coffee in the morning", "what did I say")
+        (chess,) = self.add(store, here, "chess club on Tuesdays")
+        (who,) = self.add(store, here, "who is it")
+        with store.read(here) as tx:
+            # "what", "did" and "my" are stop words: only "chess" tells the memories apart
+            assert [i for i, _ in self.search_words(store, tx, "What did my chess club do?", 10, Filters())] == [chess.id]
+            # a query of stop words alone still finds its words
+            assert [i for i, _ in self.search_words(store, tx, "who is it", 10, Filters())][0] == who.id
+
+    def test_search_words_meets_other_forms_of_a_word(self, store: Store) -> None:
+        here = self.place(store)
+        (painted,) = self.add(store, here, "Painted a sunset last week")
+        (paints,) = self.add(store, here, "She paints every Sunday")
+        self.add(store, here, "Walks the dog")
+        with store.read(here) as tx:
+            assert {i for i, _ in self.search_words(store, tx, "painting", 10, Filters())} == {painted.id, paints.id}
+            assert [i for i, _ in self.search_words(store, tx, "sunsets", 10, Filters())] == [painted.id]
+
+    def test_search_words_scores_are_bm25_over_the_place_alone(self, store: Store) -> None:
+        here, other_owner, other_scope = self.places3(store)
+        texts = [
+            "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+            "Melanie: Painting is my way to relax, I painted a sunset last week.",
+            "Caroline: The support group made me feel accepted.",
+            "Melanie: The kids and I went camping near the lake.",
+            "Caroline: I want to study counseling and work in mental health.",
+        ]
+        self.add(store, here, *texts)
+        query = "When did Caroline go to the support group? Was it painted?"
+        with store.read(here) as tx:
+            before = self.search_words(store, tx, query, 10, Filters())
+            listed = [(m.id, m.text) for m in tx.list(Filters())]
+        # every store ranks with the reference BM25 on this place's memories...
+        want = bm25_top(query, listed, 10)
+        assert [i for i, _ in before] == [i for i, _ in want]
+        np.testing.assert_allclose([s for _, s in before], [s for _, s in want], rtol=1e-9)
+        # ...so other people's and other scopes' words weigh nothing on it
+        for elsewhere in (other_owner, other_scope):
+            self.add(store, elsewhere, *(f"support group number {n}" for n in range(20)), "Caroline")
+        with store.read(here) as tx:
+            after = self.search_words(store, tx, query, 10, Filters())
+        assert [i for i, _ in after] == [i for i, _ in before]
+        np.testing.assert_allclose([s for _, s in after], [s for _, s in before], rtol=1e-9)
 
     def test_search_words_falls_back_to_a_fragment(self, store: Store) -> None:
         here = self.place(store)
@@ -758,3 +804,95 @@ class StoreContract:
         assert other_owner not in set(store.places())
         assert {here, other_scope} <= set(store.places())
 
+
+    # ================================================================== retention
+
+    def written(self, memory: Memory, number: int, at: float) -> Revision:
+        return replace(self.revision(memory, number), written_at=self.at(at))
+
+    def history_of(self, store: Store, place: Place, memory_id: str) -> list[int]:
+        with store.read(place) as tx:
+            return [r.revision for r in tx.history(memory_id)]
+
+    def test_prune_history_drops_wordings_replaced_before_the_cutoff(self, store: Store) -> None:
+        here, other, _ = self.places3(store)
+        # Settled long ago: both earlier wordings were replaced before the cutoff.
+        (settled,) = self.add(store, here, "Lives in Lyon", created_at=self.at(10), updated_at=self.at(500))
+        # Changed after the cutoff: the wording that change replaced stays, so it can still be undone.
+        (recent,) = self.add(store, here, "Lives in Paris", created_at=self.at(10), updated_at=self.at(2000))
+        (there,) = self.add(store, other, "Likes jazz", created_at=self.at(10), updated_at=self.at(500))
+        with store.write(here) as tx:
+            tx.push_revision(self.written(settled, 1, 100))
+            tx.push_revision(self.written(settled, 2, 300))
+            tx.push_revision(self.written(recent, 1, 100))
+            tx.push_revision(self.written(recent, 2, 300))
+            tx.push_revision(self.written(recent, 3, 1500))
+            tx.commit()
+        with store.write(other) as tx:
+            tx.push_revision(self.written(there, 1, 100))
+            tx.commit()
+        assert store.prune_history(self.at(50)) == 0
+        assert self.history_of(store, here, recent.id) == [3, 2, 1]
+
+        assert store.prune_history(self.at(1000)) == 4
+        assert self.history_of(store, here, settled.id) == []
+        assert self.history_of(store, here, recent.id) == [3, 2]
+        assert self.history_of(store, other, there.id) == []
+        for place, memory in ((here, settled), (here, recent), (other, there)):
+            self.assert_same(self.read(store, place, memory.id), memory)  # current wordings untouched
+        assert store.prune_history(self.at(1000)) == 0
+        with store.write(here) as tx:
+            popped = tx.pop_revision(recent.id)
+            assert popped is not None and popped.revision == 3
+            tx.commit()
+
+    def test_prune_receipts_drops_completed_receipts_created_before_the_cutoff(self, store: Store) -> None:
+        here, other, _ = self.places3(store)
+
+        def receipt(key: str, status: int, at: float, redacted: bool = False) -> Receipt:
+            response = None if status == 0 or redacted else {"ok": True}
+            return Receipt(key=key, request_hash="h" * 64, status=status, response=response,
+                           created_at=self.at(at), redacted=redacted)
+
+        with store.write(here) as tx:
+            tx.put_receipt(receipt("old-done", 201, 10))
+            tx.put_receipt(receipt("old-redacted", 201, 20, redacted=True))
+            tx.put_receipt(receipt("old-pending", 0, 10))
+            tx.put_receipt(receipt("new-done", 201, 2000))
+            tx.commit()
+        with store.write(other) as tx:
+            tx.put_receipt(receipt("old-done", 200, 10))
+            tx.commit()
+        assert store.prune_receipts(self.at(5)) == 0
+        assert store.prune_receipts(self.at(1000)) == 3
+        with store.read(here) as tx:
+            assert tx.get_receipt("old-done") is None and tx.get_receipt("old-redacted") is None
+            pending, new = tx.get_receipt("old-pending"), tx.get_receipt("new-done")
+            assert pending is not None and pending.status == 0
+            assert new is not None and new.response == {"ok": True}
+        with store.read(other) as tx:
+            assert tx.get_receipt("old-done") is None
+        assert store.prune_receipts(self.at(1000)) == 0
+        with store.write(here) as tx:
+            assert tx.put_receipt(receipt("old-done", 201, 3000)) is True  # the key is free again
+            tx.commit()
+
+    def test_archived_before_lists_archived_memories_untouched_since_the_cutoff(self, store: Store) -> None:
+        here, other, _ = self.places3(store)
+        long_ago = dict(created_at=self.at(10), updated_at=self.at(20))
+        old, used, written, active = self.keep(
+            store, here,
+            self.memory(store, here, "old and archived", state="archived", **long_ago),
+            self.memory(store, here, "archived, used lately", state="archived", last_used_at=self.at(2000), **long_ago),
+            self.memory(store, here, "archived, written lately", state="archived", created_at=self.at(10),
+                        updated_at=self.at(2000)),
+            self.memory(store, here, "old but active", **long_ago),
+        )
+        (there,) = self.keep(store, other, self.memory(store, other, "archived there", state="archived", **long_ago))
+        found = store.archived_before(self.at(1000), 10)
+        assert set(found) == {(here, old.id), (other, there.id)}
+        assert [memory_id for _, memory_id in found] == sorted(memory_id for _, memory_id in found)
+        assert all(isinstance(place, Place) for place, _ in found)
+        assert len(store.archived_before(self.at(1000), 1)) == 1
+        assert store.archived_before(self.at(15), 10) == []
+        assert {used.id, written.id, active.id}.isdisjoint(i for _, i in store.archived_before(self.at(1000), 10))

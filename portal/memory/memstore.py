@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .ranking import bm25_top, cosine_top
+from .ranking import cosine_top, words_top
 from .store import Cursor, Filters, NeedsVector, Settings, StoreTx
+from .text import terms
 from .types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
 
 
@@ -31,6 +32,9 @@ class _PlaceData:
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
     matrices: dict[tuple[str, int], tuple[builtins.list[str], np.ndarray]] = field(default_factory=dict)
+    # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
+    # memory's text changes or the memory is removed (nothing of an erased text stays behind).
+    terms: dict[str, builtins.list[str]] = field(default_factory=dict)
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -40,6 +44,7 @@ class _PlaceData:
             refs=dict(self.refs),
             receipts=dict(self.receipts),
             tombstones=dict(self.tombstones),
+            terms=dict(self.terms),
         )
 
 
@@ -123,8 +128,15 @@ class _Tx:
         return cosine_top(query.vector, cached[0], cached[1], limit)
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        docs = [(m.id, m.text) for m in self._data.memories.values() if matches(m, filters)]
-        return bm25_top(query, docs, limit)
+        cache = self._data.terms
+        docs = []
+        for m in self._data.memories.values():
+            if matches(m, filters):
+                found = cache.get(m.id)
+                if found is None:
+                    found = cache[m.id] = terms(m.text)
+                docs.append((m.id, found))
+        return words_top(query, docs, limit)
 
     def history(self, memory_id: str) -> builtins.list[Revision]:
         return list(reversed(self._data.revisions.get(memory_id, [])))
@@ -148,6 +160,8 @@ class _Tx:
         if current is None or current.revision != expected_revision:
             return False
         data.memories[memory.id] = memory.copy()
+        if memory.text != current.text:
+            data.terms.pop(memory.id, None)
         return True
 
     def push_revision(self, revision: Revision) -> None:
@@ -161,6 +175,7 @@ class _Tx:
         data = self._w()
         memories = revisions = 0
         for i in set(ids):
+            data.terms.pop(i, None)
             if data.memories.pop(i, None) is not None:
                 memories += 1
             revisions += len(data.revisions.pop(i, []))
@@ -275,9 +290,10 @@ class InMemoryStore:
     def read(self, place: Place) -> Iterator[StoreTx]:
         yield _Tx(self, place, self._places.get(place, _PlaceData()), writable=False)
 
-    def purge_owner(self, owner_id: str) -> PurgeCounts:
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
         memories = revisions = settings = refs = receipts = tombstones = 0
-        for place in [p for p in list(self._places) if p.owner_id == owner_id]:
+        chosen = [p for p in list(self._places) if p.owner_id == owner_id and (scopes is None or p.scope in scopes)]
+        for place in chosen:
             with self._lock(place):
                 data = self._places.pop(place)
                 memories += len(data.memories)
@@ -312,4 +328,54 @@ class InMemoryStore:
 
     def places(self) -> Iterator[Place]:
         return iter(list(self._places))
+
+    def prune_history(self, older_than: datetime) -> int:
+        pruned = 0
+        for place in list(self._places):
+            with self._lock(place):
+                data = self._places.get(place)
+                if data is None:
+                    continue
+                kept_data = data.copy()
+                for memory_id, stack in data.revisions.items():
+                    current = data.memories.get(memory_id)
+                    kept = [r for r in stack if not _replaced_before(r, stack, current, older_than)]
+                    pruned += len(stack) - len(kept)
+                    kept_data.revisions[memory_id] = kept
+                self._places[place] = kept_data
+        return pruned
+
+    def prune_receipts(self, older_than: datetime) -> int:
+        pruned = 0
+        for place in list(self._places):
+            with self._lock(place):
+                data = self._places.get(place)
+                if data is None:
+                    continue
+                kept_data = data.copy()
+                kept_data.receipts = {
+                    key: r for key, r in data.receipts.items()
+                    if r.status == 0 or r.created_at is None or r.created_at >= older_than
+                }
+                pruned += len(data.receipts) - len(kept_data.receipts)
+                self._places[place] = kept_data
+        return pruned
+
+    def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        found = [
+            (place, m.id)
+            for place, data in list(self._places.items())
+            for m in list(data.memories.values())
+            if m.state == "archived" and m.updated_at < older_than
+            and (m.last_used_at is None or m.last_used_at < older_than)
+        ]
+        return sorted(found, key=lambda pair: pair[1])[:limit]
+
+
+def _replaced_before(revision: Revision, stack: builtins.list[Revision], current: Memory | None, cutoff: datetime) -> bool:
+    """Whether an earlier wording was written, and replaced, before the cutoff (see Store.prune_history)."""
+    if revision.written_at >= cutoff:
+        return False
+    later = any(r.revision > revision.revision and r.written_at < cutoff for r in stack)
+    return later or (current is not None and current.updated_at < cutoff)
 

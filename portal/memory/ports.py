@@ -54,8 +54,12 @@ class Options:
     duplicate_threshold: float = 0.92
     on_duplicate: str = "replace"
     min_similarity: float | None = None
-    vector_weight: float = 1.0
-    lexical_weight: float = 1.0
+    # How recall fuses its two rankings: "relative" scales each ranking's scores to [0, 1] and adds
+    # them by weight; "rrf" adds weighted reciprocal ranks (k = 60). The weights (words a little
+    # over meaning) were tuned on the LoCoMo dev set with all-MiniLM-L6-v2: docs/benchmarks.md.
+    fusion: str = "relative"
+    vector_weight: float = 0.4
+    lexical_weight: float = 0.6
     portrait_max_length: int = 1200
     portrait_min_importance: int = 4
     default_importance: int = 3
@@ -66,8 +70,12 @@ class Options:
     prompts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.on_duplicate not in ("replace", "reinforce"):
-            raise ValueError("on_duplicate is 'replace' or 'reinforce'")
+        if self.on_duplicate not in ("replace", "reinforce", "keep"):
+            raise ValueError("on_duplicate is 'replace', 'reinforce' or 'keep'")
+        if self.fusion not in ("relative", "rrf"):
+            raise ValueError("fusion is 'relative' or 'rrf'")
+        if self.vector_weight < 0 or self.lexical_weight < 0:
+            raise ValueError("fusion weights are not negative")
         if self.max_text_length < 1:
             raise ValueError("max_text_length must be positive")
         if self.transcript_keep not in ("start", "end"):

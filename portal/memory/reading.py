@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .ranking import bm25_top, fuse
+from .ranking import bm25_top, fuse, fuse_scores
 from .store import Cursor, Filters
 from .types import Hit, InvalidArgument, Memory, NotFound, Page, Place, Portrait, Revision, as_place, iso
 
@@ -120,7 +120,8 @@ class Reading:
         min_similarity: float | None = None,
         mark: bool = True,
     ) -> builtins.list[Hit]:
-        """The memories that best answer `query`: meaning and words fused by reciprocal rank.
+        """The memories that best answer `query`: meaning and words fused (by relative scores, or
+        by reciprocal rank with `Options(fusion="rrf")`), weighted by the options' weights.
 
         Without an embedder, with the AI off or while the embedder fails, it ranks by words, then
         by the most recently useful. Returned memories are marked used (unless `mark` is False:
@@ -152,7 +153,8 @@ class Reading:
                 )[:limit]
                 hits = [Hit(m, s, "lexical") for m, s in ranked]
             else:
-                fused = fuse(
+                combine = fuse if self.options.fusion == "rrf" else fuse_scores
+                fused = combine(
                     [("vector", semantic, self.options.vector_weight), ("lexical", lexical, self.options.lexical_weight)],
                     limit,
                 )

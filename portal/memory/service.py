@@ -15,6 +15,7 @@ from typing import Any
 from .consolidation import Consolidating
 from .ports import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
 from .reading import Reading
+from .retention import Retention
 from .rules import Candidate, importance_of, names_added
 from .store import Filters, Settings, Store, StoreTx, as_vector
 from .text import clean_text, mask_pii, no_mask, words_key
@@ -36,6 +37,7 @@ from .types import (
 log = logging.getLogger("portal.memory")
 
 UNDOABLE = ("update", "replace")
+DUPLICATE_MODES = ("replace", "reinforce", "keep")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class _Draft:
     words_key: str
 
 
-class MemoryService(Reading, Consolidating):
+class MemoryService(Reading, Consolidating, Retention):
     """Remember, correct, undo, forget, recall and portray what an assistant knows of each person.
 
     Privacy guarantees: every call is bound to one place and never reads or changes another
@@ -102,48 +104,95 @@ class MemoryService(Reading, Consolidating):
         channel: str = "foreground",
         person_name: str | None = None,
     ) -> Saved | Refused:
-        """Keep a new memory, or meet the duplicate it repeats (replace or reinforce).
+        """Keep a new memory, or meet the duplicate it repeats: `replace` it (a new revision of the
+        same memory), `reinforce` it (keep its text, raise its importance), or `keep` both, the new
+        one as a memory of its own (for an import of records that may repeat word for word, such as
+        the turns of a conversation: no duplicate is looked for).
 
         Refuses with a code, changing nothing: `paused`, `empty`, `too_long`, `invalid_kind`,
         `kind_not_allowed`, `other_person` or a content rule's code.
         """
+        return self.remember_many(
+            place, [text], kind=kind, importance=importance, role=role, explicit=explicit, origin=origin,
+            on_duplicate=on_duplicate, sources=sources, pinned=pinned, channel=channel, person_name=person_name,
+        )[0]
+
+    def remember_many(
+        self,
+        place: Place,
+        texts: Sequence[Any],
+        kind: Any = None,
+        importance: Any = None,
+        role: str | None = None,
+        explicit: bool = False,
+        origin: str = "asserted",
+        on_duplicate: str | None = None,
+        sources: Sequence[Source] = (),
+        pinned: bool = False,
+        channel: str = "foreground",
+        person_name: str | None = None,
+    ) -> list[Saved | Refused]:
+        """`remember` for several texts at once, in order, with the same settings: one call to the
+        embedder for all of them and one transaction. Each text gets its own answer, as `remember`
+        would give it; a text refused changes nothing and does not stop the others. A text may
+        meet a duplicate kept earlier in the same call."""
         place = as_place(place)
         if origin not in ORIGINS or channel not in CHANNELS:
             raise ValueError("origin or channel out of range")
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise TypeError("remember_many takes a sequence of texts, not a single str")
         mode = on_duplicate or self.options.on_duplicate
-        if mode not in ("replace", "reinforce"):
-            return Refused("invalid_on_duplicate")
+        if mode not in DUPLICATE_MODES:
+            return [Refused("invalid_on_duplicate") for _ in texts]
+        if not texts:
+            return []
         if self.is_paused(place):
-            return Refused("paused")
-        draft = self._draft(place, text, kind, importance, role, explicit, person_name)
-        if isinstance(draft, Refused):
-            return draft
-        embedding = self._embed(place, draft.text, "document")
+            return [Refused("paused") for _ in texts]
+        drafts = [self._draft(place, text, kind, importance, role, explicit, person_name) for text in texts]
+        kept = [d for d in drafts if isinstance(d, _Draft)]
+        vectors = iter(self._embed_many(place, [d.text for d in kept], "document"))
+        embeddings = [next(vectors) if isinstance(d, _Draft) else None for d in drafts]
+        results: list[Saved | Refused] = []
         with self.store.write(place) as tx:
             if tx.settings().paused:
-                return Refused("paused")
-            now = self.clock()
-            existing = self._duplicate_of(tx, draft.words_key, embedding)
-            if existing is not None:
-                if pinned and not existing.pinned:
-                    existing = existing.copy(pinned=True)
-                result = self._meet_duplicate(
-                    tx, existing, draft, embedding, mode, origin, tuple(sources), kind is not None, importance is not None
-                )
-            else:
-                memory = Memory(
-                    id=self.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=1,
-                    text=draft.text, kind=draft.kind, importance=draft.importance, created_at=now,
-                    updated_at=now, role=role, origin=origin, sources=tuple(sources), channel=channel,
-                    seen=channel == "foreground", pinned=bool(pinned), embedding=embedding,
-                    last_op="create", words_key=draft.words_key,
-                )
-                active = tx.insert(memory)
-                self._trim(tx, active, keep=memory.id)
-                result = Saved(memory)
+                return [Refused("paused") for _ in texts]
+            for draft, embedding in zip(drafts, embeddings, strict=True):
+                if isinstance(draft, Refused):
+                    results.append(draft)
+                    continue
+                results.append(self._keep(
+                    tx, place, draft, embedding, mode, origin, tuple(sources), pinned, channel, role,
+                    kind is not None, importance is not None,
+                ))
             tx.commit()
-        log.info("memory.remember place=%s id=%s replaced=%s", _pid(place), result.memory.id, result.replaced_id)
-        return result
+        for result in results:
+            if isinstance(result, Saved):
+                log.info("memory.remember place=%s id=%s replaced=%s", _pid(place), result.memory.id, result.replaced_id)
+        return results
+
+    def _keep(
+        self, tx: StoreTx, place: Place, draft: _Draft, embedding: Embedding | None, mode: str, origin: str,
+        sources: tuple[Source, ...], pinned: bool, channel: str, role: str | None, kind_given: bool,
+        importance_given: bool,
+    ) -> Saved:
+        existing = None if mode == "keep" else self._duplicate_of(tx, draft.words_key, embedding)
+        if existing is not None:
+            if pinned and not existing.pinned:
+                existing = existing.copy(pinned=True)
+            return self._meet_duplicate(
+                tx, existing, draft, embedding, mode, origin, sources, kind_given, importance_given
+            )
+        now = self.clock()
+        memory = Memory(
+            id=self.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=1,
+            text=draft.text, kind=draft.kind, importance=draft.importance, created_at=now,
+            updated_at=now, role=role, origin=origin, sources=sources, channel=channel,
+            seen=channel == "foreground", pinned=bool(pinned), embedding=embedding,
+            last_op="create", words_key=draft.words_key,
+        )
+        active = tx.insert(memory)
+        self._trim(tx, active, keep=memory.id)
+        return Saved(memory)
 
     def update(
         self,
@@ -286,11 +335,12 @@ class MemoryService(Reading, Consolidating):
         log.info("memory.forget_all place=%s memories=%d", _pid(place), memories)
         return {"memories": memories, "revisions": revisions, "receipts": receipts}
 
-    def purge_owner(self, owner_id: str) -> PurgeCounts:
-        """Erasure of a person in every scope: memories, revisions, settings, consolidation refs,
-        idempotency receipts, unseen marks and tombstones. The one call that crosses scopes."""
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
+        """Erasure of a person: memories, revisions, settings, consolidation refs, idempotency
+        receipts, unseen marks and tombstones — in every scope (the one call that crosses scopes,
+        for a person's own erasure request), or only in `scopes` (a tenant erasing its own user)."""
         as_place(Place.of(owner_id))
-        counts = self.store.purge_owner(owner_id)
+        counts = self.store.purge_owner(owner_id, scopes)
         log.info("memory.purge_owner memories=%d revisions=%d", counts.memories, counts.revisions)
         return counts
 
@@ -371,14 +421,21 @@ class MemoryService(Reading, Consolidating):
 
     def _embed(self, place: Place, text: str, purpose: str) -> Embedding | None:
         """A vector for `text`, or None when the AI is off, no embedder is set, or it fails."""
-        if self.embedder is None or not self.ai_enabled(place):
-            return None
+        return self._embed_many(place, [text], purpose)[0]
+
+    def _embed_many(self, place: Place, texts: Sequence[str], purpose: str) -> list[Embedding | None]:
+        """A vector for each text, in one call to the embedder; all None when the AI is off, no
+        embedder is set, or it fails."""
+        if not texts or self.embedder is None or not self.ai_enabled(place):
+            return [None for _ in texts]
         try:
-            vectors, model = self.embedder.embed([self.mask(text, place)], purpose)
-            return Embedding(model, as_vector(vectors[0]))
+            vectors, model = self.embedder.embed([self.mask(text, place) for text in texts], purpose)
+            if len(vectors) != len(texts):
+                raise ValueError("the embedder answered another number of vectors")
+            return [Embedding(model, as_vector(vector)) for vector in vectors]
         except Exception as exc:  # an embedder outage must never lose a write or a read
             log.warning("embedder.failed place=%s error=%s", _pid(place), type(exc).__name__)
-            return None
+            return [None for _ in texts]
 
     def _duplicate_of(self, tx: StoreTx, key: str, embedding: Embedding | None) -> Memory | None:
         same_words = tx.find_words(key)

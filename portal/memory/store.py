@@ -129,7 +129,9 @@ class Store(Protocol):
 
     def write(self, place: Place) -> AbstractContextManager[StoreTx]: ...
     def read(self, place: Place) -> AbstractContextManager[StoreTx]: ...
-    def purge_owner(self, owner_id: str) -> PurgeCounts: ...
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
+        """Erase everything of this owner: in every scope, or only in `scopes` when given."""
+        ...
     def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]: ...
     def set_embedding(
         self, place: Place, memory_id: str, revision: int, updated_at: datetime, embedding: Embedding
@@ -138,6 +140,23 @@ class Store(Protocol):
         write time), so a vector computed for old text never lands on new text."""
         ...
     def places(self) -> Iterator[Place]: ...
+
+    # retention (maintenance across places; see MemoryService.prune)
+    def prune_history(self, older_than: datetime) -> int:
+        """Delete, in every place, earlier wordings written before `older_than` whose replacement
+        (the next revision kept, or the memory as it is now) was written before it too. A memory's
+        current text is never touched, and the wording a recent change replaced stays, so that change
+        can still be undone. Answers how many revisions were deleted."""
+        ...
+    def prune_receipts(self, older_than: datetime) -> int:
+        """Delete, in every place, completed idempotency receipts created before `older_than`; a
+        pending one (its request may still be running) stays. Answers how many were deleted."""
+        ...
+    def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        """Up to `limit` archived memories, in every place, neither written nor used since
+        `older_than` (`updated_at` and `last_used_at` both before it), as (place, id) in id order.
+        Reads only: the service erases them under each place's write lock."""
+        ...
 
 
 def as_vector(values: Sequence[float] | np.ndarray) -> np.ndarray:

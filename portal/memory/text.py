@@ -1,7 +1,14 @@
-"""Text handling shared by writing and ranking: cleaning model Markdown, folding, words.
+"""Text handling shared by writing and ranking: cleaning model Markdown, folding, words, terms.
 
 Folding lowers case and strips accents so "Café" and "cafe" meet; it is used for kinds, names,
 duplicate detection and lexical ranking alike, so all four agree on what "the same word" means.
+
+Ranking goes one step further: its *terms* are the folded words reduced to their English stem
+(Snowball's English stemmer, "Porter2"), so "painted", "painting" and "paints" all meet "paint".
+Every store ranks on these same terms (the SQL stores keep them in `search_text`), so the word
+ranking is the same in memory, on SQLite and on PostgreSQL. A query's stop words ("what", "did",
+"my"...) are left out of the ranking unless the query holds nothing else. Duplicate detection
+keeps to the words themselves: "likes tea" and "liked tea" are two memories.
 """
 
 from __future__ import annotations
@@ -9,7 +16,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import threading
 import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
 
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.S)
 _STRAY_MARKERS = re.compile(r"\*\*|(?<![\w])__|__(?![\w])")
@@ -57,9 +68,53 @@ def words_key(text: str, secret: bytes | None = None) -> str:
     return hashlib.sha256(joined).hexdigest()
 
 
+_STEMMERS = threading.local()
+
+# English words too common to tell memories apart: left out of a query's ranking terms (the
+# stored terms keep them, so a query made only of them still finds its memories). Contraction
+# tails ("m", "ve", "ll"...) are here because the word pattern splits "I'm" into "i" and "m".
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could d did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just ll m me more most my myself no nor not now o of off on once only or other our ours
+    ourselves out over own re s same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up ve very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    """.split()
+)
+
+
+@lru_cache(maxsize=100_000)
+def stem(word: str) -> str:
+    """The English stem of one folded word ("painting" → "paint"); a word with digits or signs in it
+    ("2023", "c++", "mp3") is kept whole."""
+    if not word.isalpha():
+        return word
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        # Snowball stemmers keep state while they work: one per thread.
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """The ranking terms of a text, in order: its folded words, stemmed."""
+    return [stem(w) for w in words(text)]
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms a query is ranked by, without repeats: its words less stop words, stemmed (all of
+    its words when it holds nothing but stop words)."""
+    found = words(query)
+    kept = [w for w in found if w not in STOP_WORDS] or found
+    return list(dict.fromkeys(stem(w) for w in kept))
+
+
 def search_text(text: str) -> str:
-    """What the database's full-text index reads: the folded words joined by spaces."""
-    return " ".join(words(text))
+    """What the database's full-text index reads: the text's ranking terms joined by spaces."""
+    return " ".join(terms(text))
 
 
 

@@ -47,7 +47,8 @@ def resume() -> ResponseReturnValue:
 
 def _paused_answer(text: str) -> ResponseReturnValue:
     if is_htmx():
-        return render_template("account/_pause.html", **context()) + render_template("_toast.html", text=text, undo_id=None)
+        panel = render_template("account/_pause.html", focus=True, **context())  # focus stays on the new button
+        return panel + render_template("_toast.html", text=text, undo_id=None)
     flash(text)
     return redirect(url_for("memories.index"), 303)
 
@@ -121,4 +122,6 @@ def ask_deletion() -> ResponseReturnValue:
 
     current_app.extensions["memory_runtime"].support.person_asks_erasure(current_user)
     flash(_("Your request to delete your account was sent. Support will complete it within a month."))
+    if is_htmx():  # asked through hx-confirm: htmx loads the page that shows the flash
+        return Response(status=204, headers={"HX-Redirect": url_for("memories.index")})
     return redirect(url_for("memories.index"), 303)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -12,10 +12,26 @@ from portal.administration import Administration
 from portal.memory import NotFound
 from portal.support import Refusal
 
-from .security import roles_required
+from .security import N_, roles_required
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 admin_only = roles_required("admin")
+# Marked with N_ so `pybabel extract` finds them; `refusal` translates them when shown.
+REFUSALS = {
+    "tenant_exists": N_("A tenant with that name exists already."),
+    "invalid_name": N_("Give a name."),
+    "invalid_role": N_("Choose staff or admin."),
+    "invalid_email": N_("That is not an e-mail address."),
+    "email_taken": N_("An account with that e-mail exists already."),
+    "password_too_short": N_("The password needs at least 10 characters."),
+    "unknown_tenant": N_("Choose a tenant."),
+    "invalid_api_key": N_("Choose a tenant and at least one permission."),
+}
+
+
+def refusal(code: str) -> str:
+    """The refusal in words, in the admin's language (codes are for logs and tests)."""
+    return _(REFUSALS.get(code, code))
 
 
 def administration() -> Administration:
@@ -45,7 +61,7 @@ def create_tenant() -> ResponseReturnValue:
         administration().create_tenant(current_user, request.form.get("name", ""), request.form.get("ai") == "on")
         flash(_("Tenant created."))
     except Refusal as exc:
-        flash(exc.code, "error")
+        flash(refusal(exc.code), "error")
     return redirect(url_for("admin.index"), 303)
 
 
@@ -69,7 +85,7 @@ def create_staff() -> ResponseReturnValue:
                                       form.get("tenant", ""), form.get("role", "staff"), form.get("password", ""))
         flash(_("Account created."))
     except Refusal as exc:
-        flash(exc.code, "error")
+        flash(refusal(exc.code), "error")
     return redirect(url_for("admin.index"), 303)
 
 
@@ -80,9 +96,11 @@ def create_key() -> ResponseReturnValue:
         _key, token = administration().create_api_key(current_user, request.form.get("tenant", ""),
                                                       request.form.getlist("permission"), request.form.get("name"))
     except Refusal as exc:
-        flash(exc.code, "error")
+        flash(refusal(exc.code), "error")
         return redirect(url_for("admin.index"), 303)
-    response = page(new_key=token)
+    response = make_response(page(new_key=token))
+    # The one page that holds the key in clear: no browser or proxy may keep a copy.
+    response.headers["Cache-Control"] = "no-store"
     return response
 
 

@@ -33,6 +33,8 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
         MAX_CONTENT_LENGTH=1024 * 1024,
     )
     app.config.update(flask_settings)
+    # "/people/ada%2F/..." must not be merged into "/people/ada/...": an id is never rewritten.
+    app.url_map.merge_slashes = False
     app.extensions["memory_runtime"] = runtime or build_runtime(settings)
 
     from portal.web.security import csrf, init_security
@@ -55,7 +57,7 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     app.register_blueprint(account.bp)
     app.register_blueprint(staff.bp)
     app.register_blueprint(admin.bp)
-    auth.limit_login(app.extensions["portal_limiter"])
+    auth.limit_login(app)
     app.jinja_env.globals["kind_label"] = kind_label
     app.register_error_handler(404, not_found)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_required, login_user, logout_user
@@ -44,7 +44,11 @@ def logout() -> ResponseReturnValue:
     return redirect(url_for("auth.login"), 303)
 
 
-def limit_login(app_limiter: object) -> None:
-    """Throttle password guessing: a few tries a minute per address."""
-    limiter = app_limiter
-    limiter.limit(_login_limit, methods=["POST"])(login)  # type: ignore[attr-defined]
+def limit_login(app: Flask) -> None:
+    """Throttle password guessing: a few tries a minute per address (POSTs only).
+
+    The limit wraps the view Flask actually calls: Flask-Limiter checks a decorated limit only when
+    its wrapper runs, so decorating `login` after the blueprint was registered left sign-in unlimited.
+    """
+    limiter = app.extensions["portal_limiter"]
+    app.view_functions["auth.login"] = limiter.limit(_login_limit, methods=["POST"])(app.view_functions["auth.login"])

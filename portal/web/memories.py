@@ -113,9 +113,12 @@ def add() -> ResponseReturnValue:
 @login_required
 def row(memory_id: str) -> ResponseReturnValue:
     memory = get_or_404(memory_id)
-    if not is_htmx():
-        return redirect(url_for("memories.index") + f"#m-{memory.id}")
-    return render_template("memories/_row.html", memory=memory, new_ids=set(), focus="edit")
+    if is_htmx():
+        response = make_response(render_template("memories/_row.html", memory=memory, new_ids=set(), focus="edit"))
+    else:
+        response = make_response(redirect(url_for("memories.index") + f"#m-{memory.id}"))
+    response.headers["Vary"] = "HX-Request"  # one URL, two answers: caches must keep them apart
+    return response
 
 
 @bp.get("/memories/<memory_id>/edit")
@@ -151,7 +154,8 @@ def undo(memory_id: str) -> ResponseReturnValue:
     if isinstance(outcome, Refused):
         if outcome.code == "not_found":
             abort(404)
-        return answer_toast(refusal_text(outcome.code))
+        # The Undo button swaps its row for the answer: give the row back with the reason, or it vanishes.
+        return done(get_or_404(memory_id), refusal_text(outcome.code), undo=False)
     assert isinstance(outcome, Undone)
     if outcome.memory is None:
         return removed(memory_id, _("Undone: the memory is gone."))
@@ -177,7 +181,7 @@ def pin(memory_id: str) -> ResponseReturnValue:
         abort(404)
     assert isinstance(outcome, Saved)
     return done(outcome.memory, _("Pinned: always in the assistant's picture of you.") if pinned else _("Unpinned."),
-                undo=False)
+                undo=False, focus="pin")
 
 
 @bp.get("/memories/<memory_id>/history")
@@ -190,9 +194,10 @@ def history(memory_id: str) -> ResponseReturnValue:
     return render_template("memories/history.html", memory=get_or_404(memory_id), revisions=revisions, **context())
 
 
-def done(memory: Memory, text: str, undo: bool) -> ResponseReturnValue:
+def done(memory: Memory, text: str, undo: bool, focus: str = "edit") -> ResponseReturnValue:
+    """The changed row (htmx, keyboard focus back on the control that was used) or a redirect to it."""
     if is_htmx():
-        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus="edit") + toast(
+        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus=focus) + toast(
             text, memory.id if undo else None
         )
     flash(text, f"undo:{memory.id}" if undo else "message")
@@ -206,9 +211,3 @@ def removed(memory_id: str, text: str) -> ResponseReturnValue:
     flash(text)
     return redirect(url_for("memories.index"), 303)
 
-
-def answer_toast(text: str) -> ResponseReturnValue:
-    if is_htmx():
-        return make_response(toast(text))
-    flash(text)
-    return redirect(url_for("memories.index"), 303)

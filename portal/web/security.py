@@ -12,7 +12,9 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urljoin, urlparse
 
-from flask import Flask, Response, abort, current_app, request
+from flask import Flask, Response, abort, current_app, redirect, request, url_for
+from flask.sessions import SecureCookieSessionInterface
+from flask.typing import ResponseReturnValue
 from flask_babel import Babel, get_locale
 from flask_login import LoginManager, current_user
 from flask_wtf.csrf import CSRFProtect
@@ -38,6 +40,8 @@ def init_security(app: Flask) -> None:
     def load_user(user_id: str) -> Any:
         return app.extensions["memory_runtime"].accounts.get(user_id)
 
+    login_manager.unauthorized_handler(sign_in_first)
+
     # Translations live in portal/translations (the app's root path is the package).
     babel.init_app(app, locale_selector=choose_language)
     # base.html says which language the page is in (<html lang>), for screen readers and spelling.
@@ -53,11 +57,41 @@ def init_security(app: Flask) -> None:
             response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
         return response
 
-    @app.before_request
-    def secure_cookies_behind_tls() -> None:
-        # Secure cookies whenever the request came over TLS (directly or via a trusted proxy).
-        current_app.config["SESSION_COOKIE_SECURE"] = request.is_secure
-        current_app.config["REMEMBER_COOKIE_SECURE"] = request.is_secure
+    app.session_interface = TlsAwareSession()
+
+
+class TlsAwareSession(SecureCookieSessionInterface):
+    """The session cookie is Secure whenever the request came over TLS (directly or via a trusted
+    proxy). Decided per request: setting SESSION_COOKIE_SECURE in app.config from a before_request
+    hook raced between threads, so a plain-http request could strip Secure from a TLS one."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return request.is_secure or super().get_cookie_secure(app)
+
+
+def sign_in_first() -> ResponseReturnValue:
+    """Send a visitor who is not signed in (or whose session ended) to the sign-in page.
+
+    htmx follows a redirect inside its request and would swap the whole sign-in page into a row;
+    it gets HX-Redirect instead, so the window goes to sign in and comes back to the page it was on.
+    A plain GET comes back to the page asked for; a POST is not replayed (its URL is no page).
+    """
+    fallback = url_for("memories.index")
+    if request.headers.get("HX-Request") == "true":
+        page = safe_next(request.headers.get("HX-Current-URL"), fallback)
+        response = Response(status=401)
+        response.headers["HX-Redirect"] = url_for("auth.login", next=page)
+        return response
+    if request.method != "GET":
+        return redirect(url_for("auth.login"))
+    return redirect(url_for("auth.login", next=safe_next(request.full_path.rstrip("?"), fallback)))
+
+
+def N_(text: str) -> str:
+    """Mark a text for translation where it is defined (a table of messages) without translating
+    it there: there is no request, hence no language, at import time. `_()` translates it when it
+    is shown. `N_` is one of pybabel's default extraction keywords."""
+    return text
 
 
 def choose_language() -> str:

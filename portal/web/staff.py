@@ -19,16 +19,18 @@ from flask_login import current_user
 from portal.memory import NotFound
 from portal.support import BREAK_GLASS_REASONS, Refusal, Support
 
-from .security import roles_required
+from .security import N_, roles_required
 
 bp = Blueprint("staff", __name__, url_prefix="/staff")
 staff_only = roles_required("staff", "admin")
+AUDIT_FILTERS = ("actor", "subject", "action", "from", "to")
+# Marked with N_ so `pybabel extract` finds them; `refusal` translates them when shown.
 REFUSALS = {
-    "reason_required": "Choose why you need to see the memories.",
-    "invalid_ticket": "A ticket reference is letters, digits and - _ # / . : only.",
-    "confirmation_mismatch": "That is not the person's e-mail or owner id: nothing was erased.",
-    "already_completed": "This request is already completed.",
-    "received_in_future": "The date received cannot be in the future.",
+    "reason_required": N_("Choose why you need to see the memories."),
+    "invalid_ticket": N_("A ticket reference is letters, digits and - _ # / . : only."),
+    "confirmation_mismatch": N_("That is not the person's e-mail or owner id: nothing was erased."),
+    "already_completed": N_("This request is already completed."),
+    "received_in_future": N_("The date received cannot be in the future."),
 }
 
 
@@ -131,7 +133,10 @@ def erasure(request_id: str) -> ResponseReturnValue:
 @staff_only
 def audit() -> ResponseReturnValue:
     entries = support().audit_entries(current_user, **_audit_filters())
-    return render_template("staff/audit.html", entries=entries, f=request.args)
+    # Only the filter fields go back into the page and the CSV link: url_for reads `_external`,
+    # `_anchor` and the like as instructions, so raw query arguments must not reach it.
+    shown = {k: request.args[k] for k in AUDIT_FILTERS if request.args.get(k)}
+    return render_template("staff/audit.html", entries=entries, f=shown)
 
 
 @bp.get("/audit.csv")

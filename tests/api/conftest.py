@@ -8,7 +8,9 @@ at teardown (DESIGN §11: no 500 on any input).
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.engine import Engine
+from werkzeug.serving import make_server
 
 from portal.adapters.sql.api_keys import PERMISSIONS, ApiKeys
 from portal.adapters.sql.engine import make_engine
@@ -206,3 +209,17 @@ def endpoints(owner: str, memory_id: str) -> list[Endpoint]:
 
 def send(raw: FlaskClient, endpoint: Endpoint, headers: dict[str, str]) -> Any:
     return raw.open(endpoint.path, method=endpoint.method, json=endpoint.body, headers=headers)
+
+
+@contextmanager
+def serving(world: World) -> Iterator[str]:
+    """The world's app on a threaded WSGI server on a free loopback port; yields its base URL."""
+    server = make_server("127.0.0.1", 0, world.app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -102,8 +102,6 @@ def test_owner_ids_are_compared_exactly(world: World) -> None:
     assert snapshot(world) == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: DELETE /people/{owner_id} runs purge_owner in every scope, so tenant B's "
-                   "erasure key erases tenant A's person of the same owner_id")
 def test_tenant_b_erasing_its_ada_leaves_tenant_a_ada_alone(any_world: World) -> None:
     seed(any_world)
     before = snapshot(any_world)
@@ -115,9 +113,6 @@ def test_tenant_b_erasing_its_ada_leaves_tenant_a_ada_alone(any_world: World) ->
     assert snapshot(any_world) == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an owner id ending in '/' (sent as ada%2F) is answered with an HTML 308 "
-                   "redirect to ada's own resource (werkzeug merge_slashes on the API rules); a client that follows "
-                   "redirects reads, changes or forgets ada's memory while asking for another owner")
 def test_an_owner_id_with_a_slash_never_leads_to_another_owner(world: World) -> None:
     ids = seed(world)
     before = snapshot(world)

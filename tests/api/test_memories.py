@@ -194,3 +194,20 @@ def test_history_is_newest_first_with_aware_times(world: World) -> None:
         assert [(r.revision, r.text) for r in history] == [(3, "Lives in Nice"), (2, "Lives in Paris"), (1, "Lives in Lyon")]
         assert all(r.written_at.tzinfo is not None and r.id == m.id for r in history)
         assert history[0].written_at >= history[-1].written_at
+
+
+def test_naming_another_person_of_the_tenant_is_refused_other_person(world: World) -> None:
+    world.runtime.accounts.create("paul@example.com", "Paul", world.tenant_a, "member", "a long enough password",
+                                  owner_id="paul")
+    with world.client() as memory:
+        with pytest.raises(Refused) as refused:
+            memory.remember("ada", "Had lunch with paul on Friday")
+        assert (refused.value.status, refused.value.code) == (422, "other_person")
+        kept = memory.remember("ada", "Had lunch with Pauline on Friday").memory  # a whole word only
+        with pytest.raises(Refused) as edit:
+            memory.update("ada", kept.id, text="Had lunch with Paul on Friday")
+        assert edit.value.code == "other_person"
+        assert memory.remember("paul", "Is called Paul").memory.text == "Is called Paul"  # his own name
+    with world.client("b") as memory:  # names belong to their tenant
+        assert memory.remember("ada", "Had lunch with Paul on Friday").memory
+    assert world.count() == 1

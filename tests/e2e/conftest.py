@@ -4,7 +4,8 @@ The server is the real app (`create_app`) on a temporary SQLite database migrate
 MEMORY_EMBEDDER=none, served by werkzeug on 127.0.0.1 on a free port in a background thread. Each
 test gets a tenant of its own holding a person with memories (Ada) and a second person (Bruno), so
 tests never see each other's changes. Chromium is Debian's (/usr/bin/chromium, or $CHROMIUM): a
-missing browser fails the suite, it is never skipped.
+missing browser fails the suite, it is never skipped. The server, Playwright and the browser live
+for this package only (package scope), so other browser suites can start their own afterwards.
 
 Elements are located by role, label or data-testid only, as a person or a screen reader finds them.
 """
@@ -21,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, expect, sync_playwright
+from argon2 import PasswordHasher
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, Playwright, ViewportSize, expect, sync_playwright
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from portal.adapters.sql import accounts as accounts_module
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
@@ -34,7 +37,7 @@ from portal.web.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
@@ -43,6 +46,8 @@ PASSWORD = "correct horse battery"  # noqa: S105 - a test account's password
 OTHER_NAME = "Bruno"
 OTHER_TEXT = "Plays the cello in an amateur orchestra"
 XSS_TEXT = "<img src=x onerror=alert(1)>"
+CAT = "Has a cat called Miso"  # two of the demo memories the tests change
+TEA = "Likes green tea, not coffee"
 
 
 class StatusRecorder:
@@ -83,8 +88,18 @@ class Person:
         return PASSWORD
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+@pytest.fixture(scope="package")
+def cheap_password_hashes() -> Iterator[None]:
+    """Argon2id with the lowest cost for this suite: every test signs up two people and signs in,
+    and the production cost (tens of MiB, several passes) would take most of the suite's time.
+    Hashes still go through argon2 and carry their parameters, so sign-in is checked for real."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(accounts_module, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        yield
+
+
+@pytest.fixture(scope="package")
+def live_server(tmp_path_factory: pytest.TempPathFactory, cheap_password_hashes: None) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("e2e")
     config = load_config({
         "MEMORY_INSTANCE_PATH": str(folder), "MEMORY_DATABASE_URL": f"sqlite:///{folder / 'memory.db'}",
@@ -176,13 +191,13 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
     try:
@@ -213,11 +228,14 @@ def page(new_context: Callable[..., BrowserContext]) -> Page:
 
 
 def sign_in(page: Page, base_url: str, who: Person, password: str | None = None) -> None:
-    """Sign in through the form, as a person does."""
+    """Sign in through the form, as a person does. With the right password, wait until their
+    memories have loaded with their scripts: a click before htmx is ready is a plain link."""
     page.goto(f"{base_url}/login")
     page.get_by_label("Email").fill(who.email)
     page.get_by_label("Password").fill(password or who.password)
     page.get_by_role("button", name="Sign in").click()
+    if password is None:
+        page.wait_for_url(f"{base_url}/memories", wait_until="load")
 
 
 @pytest.fixture
@@ -232,3 +250,20 @@ def screenshot(page: Page, name: str) -> None:
     """Save the screen as docs/screenshots/<name> (shown in the README)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / name))
+
+
+def row(page: Page, text: str) -> Locator:
+    return page.get_by_test_id("memory").filter(has_text=text)
+
+
+def editing_row(page: Page) -> Locator:
+    return page.get_by_test_id("memory").filter(has=page.get_by_role("textbox"))
+
+
+def open_editor(page: Page, text: str) -> Locator:
+    """Click the row's Edit and wait until the form has put the cursor in the text, as a person
+    waits to see it before typing (typing earlier races htmx's settle, which moves the cursor)."""
+    row(page, text).get_by_role("link", name="Edit").click()
+    field = editing_row(page).get_by_label("Memory")
+    expect(field).to_be_focused()
+    return field

@@ -11,8 +11,7 @@ from playwright.sync_api import Dialog, Page, expect
 
 from portal.memory import Refused, Saved
 
-from .conftest import OTHER_TEXT, LiveServer, Person, screenshot, sign_in
-from .test_editing import CAT, TEA, editing_row, open_editor, row
+from .conftest import CAT, OTHER_TEXT, TEA, LiveServer, Person, editing_row, open_editor, row, screenshot, sign_in
 
 
 def test_forget_asks_first_and_the_memory_is_gone(signed_in: Page, live_server: LiveServer, person: Person) -> None:
@@ -43,8 +42,10 @@ def test_forget_asks_first_and_the_memory_is_gone(signed_in: Page, live_server: 
 
 def test_pin_and_unpin(signed_in: Page, person: Person) -> None:
     page = signed_in
-    row(page, CAT).get_by_role("button", name="Pin").click()
+    row(page, CAT).get_by_role("button", name="Pin").press("Enter")
     expect(row(page, CAT).get_by_text("Pinned", exact=True)).to_be_visible()
+    # A keyboard user stays on the button they pressed, now saying Unpin.
+    expect(row(page, CAT).get_by_role("button", name="Unpin")).to_be_focused()
     expect(page.get_by_test_id("toast")).to_contain_text("Pinned: always in the assistant's picture of you.")
     page.reload()
     expect(row(page, CAT).get_by_text("Pinned", exact=True)).to_be_visible()
@@ -59,8 +60,8 @@ def test_pin_and_unpin(signed_in: Page, person: Person) -> None:
 def test_pause_stops_learning_until_resumed(signed_in: Page, live_server: LiveServer, person: Person) -> None:
     page = signed_in
     service = live_server.runtime.service
-    page.get_by_role("button", name="Pause memory").click()
-    expect(page.get_by_role("button", name="Resume memory")).to_be_visible()
+    page.get_by_role("button", name="Pause memory").press("Enter")
+    expect(page.get_by_role("button", name="Resume memory")).to_be_focused()
     expect(page.get_by_text("Learning is paused: the assistant keeps nothing new about you.")).to_be_visible()
     expect(page.get_by_test_id("toast")).to_contain_text("Paused: the assistant learns nothing new until you resume.")
     page.reload()
@@ -97,7 +98,7 @@ def test_erase_everything_needs_the_e_mail_typed(signed_in: Page, live_server: L
 
     page.get_by_label("Type your e-mail address to confirm").fill(person.email.upper())
     page.get_by_role("button", name="Erase everything").click()
-    expect(page).to_have_url(f"{live_server.url}/memories")
+    page.wait_for_url(f"{live_server.url}/memories", wait_until="load")
     expect(page.get_by_test_id("toast")).to_contain_text(
         f"Everything was erased: {len(person.memory_ids)} memories, with every earlier version."
     )
@@ -106,6 +107,44 @@ def test_erase_everything_needs_the_e_mail_typed(signed_in: Page, live_server: L
     assert live_server.runtime.service.export(person.place)["memories"] == []
     # The other person of the tenant keeps theirs.
     assert live_server.runtime.service.get(person.other_place, person.other_memory_id).text == OTHER_TEXT
+
+    # Starting again: the first memory added replaces "nothing kept", and the box is ready for the next.
+    page.get_by_label("New memory").fill("Plays chess on Sundays")
+    page.get_by_role("button", name="Add").click()
+    expect(row(page, "Plays chess on Sundays")).to_be_visible()
+    expect(page.get_by_text("The assistant keeps nothing about you yet.")).to_be_hidden()
+    expect(page.get_by_label("New memory")).to_be_focused()
+    expect(page.get_by_label("New memory")).to_have_value("")
+
+
+def test_asking_to_delete_my_account_asks_first(signed_in: Page, live_server: LiveServer, person: Person) -> None:
+    page = signed_in
+    erasures = live_server.runtime.support.erasures
+    questions: list[str] = []
+
+    def answer(dialog: Dialog) -> None:
+        questions.append(dialog.message)
+        if len(questions) == 1:
+            dialog.dismiss()
+        else:
+            dialog.accept()
+
+    page.on("dialog", answer)
+    asking = page.get_by_role("button", name="Ask to delete my account")
+    asking.click()
+    page.wait_for_timeout(300)  # no request may follow a "no"
+    assert questions == ["Ask support to delete your account and everything kept about you?"]
+    assert erasures.open_for(person.place.owner_id, person.place.scope) == []
+    assert ("POST", "/account/delete") not in {(m, p) for m, p, _ in live_server.recorder.seen}
+
+    asking.click()
+    expect(page.get_by_test_id("toast")).to_contain_text(
+        "Your request to delete your account was sent. Support will complete it within a month."
+    )
+    assert len(questions) == 2
+    assert len(erasures.open_for(person.place.owner_id, person.place.scope)) == 1
+    # Nothing is erased until support completes the request.
+    expect(page.get_by_test_id("memory")).to_have_count(len(person.memory_ids))
 
 
 def test_download_my_data_as_json_and_csv(signed_in: Page, person: Person, tmp_path: Path) -> None:
@@ -150,6 +189,3 @@ def test_ai_off_shows_the_banner_and_editing_still_works(
     data = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
     assert "Has a cat called Miso, who is shy" in {m["text"] for m in data["memories"]}
 
-
-def test_no_banner_while_the_ai_is_on(signed_in: Page) -> None:
-    expect(signed_in.get_by_test_id("ai-off")).to_have_count(0)

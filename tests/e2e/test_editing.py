@@ -5,29 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Page, expect
 
-from .conftest import OTHER_NAME, LiveServer, Person, screenshot, sign_in
-
-CAT = "Has a cat called Miso"
-TEA = "Likes green tea, not coffee"
-
-
-def row(page: Page, text: str) -> Locator:
-    return page.get_by_test_id("memory").filter(has_text=text)
-
-
-def editing_row(page: Page) -> Locator:
-    return page.get_by_test_id("memory").filter(has=page.get_by_role("textbox"))
-
-
-def open_editor(page: Page, text: str) -> Locator:
-    """Click the row's Edit and wait until the form has put the cursor in the text, as a person
-    waits to see it before typing (typing earlier races htmx's settle, which moves the cursor)."""
-    row(page, text).get_by_role("link", name="Edit").click()
-    field = editing_row(page).get_by_label("Memory")
-    expect(field).to_be_focused()
-    return field
+from .conftest import CAT, OTHER_NAME, TEA, LiveServer, Person, editing_row, open_editor, row, screenshot, sign_in
 
 
 def mark_page(page: Page) -> None:

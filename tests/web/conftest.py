@@ -8,8 +8,10 @@ Apps are built with CSRF off unless a test asks for it (`world.app(csrf=True)`; 
 
 from __future__ import annotations
 
+import html as html_module
 import itertools
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,7 +28,7 @@ from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
-from portal.memory import Place, Saved, Source
+from portal.memory import Saved, Source
 from portal.memory.types import Memory
 from portal.web.app import create_app
 
@@ -78,22 +80,45 @@ def ticking_clock(start: datetime) -> Any:
     return now
 
 
+@pytest.fixture(scope="session")
+def seeded_database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A migrated SQLite file with the tenant and the three accounts, made once and copied for each
+    test (migrating and hashing passwords for every test would triple the suite's time)."""
+    folder = tmp_path_factory.mktemp("seed")
+    engine = make_engine(f"sqlite:///{folder / 'memory.db'}")
+    try:
+        upgrade(engine)
+        config = load_config({"MEMORY_INSTANCE_PATH": str(folder), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
+        runtime = build_runtime(config, embedder=None, engine=engine, llm=None)
+        tenant = runtime.tenants.create("Acme")
+        accounts = runtime.accounts
+        ids = {
+            "tenant": tenant.id,
+            "ada": accounts.create("ada@example.com", "Ada Lovelace", tenant.id, "member", PASSWORD).id,
+            "bob": accounts.create("bob@example.com", "Bob Durand", tenant.id, "member", PASSWORD, language="fr").id,
+            "chloe": accounts.create("chloe@example.com", "Chloé", tenant.id, "member", PASSWORD).id,
+        }
+    finally:
+        engine.dispose()
+    return folder / "memory.db", ids
+
+
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    config = load_config(
-        {"MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40}
-    )
+def world(tmp_path: Path, seeded_database: tuple[Path, dict[str, str]]) -> Iterator[World]:
+    seed, ids = seeded_database
+    shutil.copyfile(seed, tmp_path / "memory.db")
+    config = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
     engine = make_engine(config.database_url)
-    upgrade(engine)
     runtime = build_runtime(config, embedder=None, engine=engine, llm=None)
     runtime.service.clock = ticking_clock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
-    tenant = runtime.tenants.create("Acme")
-    accounts = runtime.accounts
-    ada = accounts.create("ada@example.com", "Ada Lovelace", tenant.id, "member", PASSWORD)
-    bob = accounts.create("bob@example.com", "Bob Durand", tenant.id, "member", PASSWORD, language="fr")
-    chloe = accounts.create("chloe@example.com", "Chloé", tenant.id, "member", PASSWORD)
+
+    def account(name: str) -> User:
+        user = runtime.accounts.get(ids[name])
+        assert user is not None
+        return user
+
     try:
-        yield World(runtime, tenant.id, ada, bob, chloe)
+        yield World(runtime, ids["tenant"], account("ada"), account("bob"), account("chloe"))
     finally:
         runtime.dispose()
 
@@ -108,7 +133,7 @@ def page_text(answer: TestResponse) -> str:
     """The answer's HTML with tags removed and whitespace collapsed: what a person reads."""
     html = answer.get_data(as_text=True)
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
 def row_ids(answer: TestResponse) -> list[str]:

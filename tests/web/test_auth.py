@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from flask import session
 
 from .conftest import PASSWORD, World, page_text, sign_in
 
@@ -101,3 +102,15 @@ def test_home_sends_each_visitor_to_the_right_page(world: World) -> None:
     assert world.client().get("/").headers["Location"] == "/login"
     assert world.client(world.ada).get("/").headers["Location"] == "/memories"
 
+
+
+def test_secure_flag_follows_each_request_not_the_last_one(world: World) -> None:
+    """A plain-http request answered while a TLS request is in flight (a load balancer's probe on
+    another thread) must not strip Secure from the TLS request's session cookie."""
+    app = world.app()
+    with app.test_request_context("/login", base_url="https://localhost"):
+        app.preprocess_request()  # the TLS request starts...
+        assert app.test_client().get("/healthz").status_code == 200  # ...a plain-http probe is answered...
+        session["signed"] = True  # ...and the TLS request sets its session
+        response = app.process_response(app.response_class("ok"))
+    assert "Secure" in response.headers["Set-Cookie"]

@@ -4,9 +4,13 @@ Meaning: PostgreSQL orders the place's rows by pgvector's `<=>` (cosine distance
 the place's blobs and scans them with numpy. Both select rows through the (owner_id, scope, state)
 index first and only ever compare vectors of the query's model and size.
 
-Words: SQLite FTS5 `bm25()`; PostgreSQL full-text search (`simple` configuration over the folded
-text, GIN index) ranked by `ts_rank_cd`. When no word is found, a fragment match over the place's
-folded texts takes over.
+Words: `search_text` holds each memory's ranking terms (folded, stemmed words: see
+`portal.memory.text`). The full-text index picks the place's memories holding a query term
+(SQLite FTS5 `MATCH`, PostgreSQL `@@` on the GIN index of the `simple` configuration), and BM25
+scores them in process with the place's own statistics (how many memories, their average length),
+the very function the in-memory store uses: the three stores rank alike, and no other person's
+words weigh on a person's ranking (FTS5's `bm25()` would count the whole table). When no term is
+found, a fragment match over the place's terms takes over.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sqlalchemy import Float, func, literal_column, select, text
 
-from portal.memory.ranking import cosine_top, fragment_top
+from portal.memory.ranking import bm25_rank, cosine_top, fragment_top
 from portal.memory.store import Filters
-from portal.memory.text import words
+from portal.memory.text import query_terms
 from portal.memory.types import Embedding
 
 from .tables import memories
@@ -47,54 +51,44 @@ def nearest_rows(tx: _SqlTx, query: Embedding, limit: int, filters: Filters) -> 
     return cosine_top(query.vector, ids, matrix, limit)
 
 
-def query_terms(query: str) -> list[str]:
-    """The query's folded words, stripped to letters and digits, without repeats."""
-    terms = [_TOKEN.sub("", w) for w in words(query)]
-    return list(dict.fromkeys(t for t in terms if t))[:MAX_QUERY_TERMS]
+def fts_terms(wanted: list[str]) -> list[str]:
+    """Ranking terms as the full-text index knows them: letters and digits only ("c++" is "c" to
+    it); the index then finds a superset of the memories holding each term, and BM25 decides."""
+    stripped = [_TOKEN.sub("", t) for t in wanted]
+    return list(dict.fromkeys(t for t in stripped if t))[:MAX_QUERY_TERMS]
+
+
+# How many terms a row's search_text holds (terms are joined by single spaces), in SQL both
+# databases read alike.
+_TERM_COUNT = literal_column(
+    "CASE WHEN coalesce(search_text, '') = '' THEN 0 "
+    "ELSE length(search_text) - length(replace(search_text, ' ', '')) + 1 END"
+)
 
 
 def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
-    terms = query_terms(query)
-    if not terms:
+    wanted = query_terms(query)[:MAX_QUERY_TERMS]
+    indexed = fts_terms(wanted)
+    if not indexed or limit <= 0:
         return []
     where = [tx.here(), *tx.filtered(filters)]
     if tx.store.postgres:
-        tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), " | ".join(f"'{t}'" for t in terms))
+        tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), " | ".join(f"'{t}'" for t in indexed))
         vector = func.to_tsvector(literal_column("'simple'::regconfig"), func.coalesce(M.search_text, ""))
-        rank = func.ts_rank_cd(vector, tsquery)
-        rows = tx.conn.execute(
-            select(M.id, rank.label("r")).where(*where, vector.op("@@")(tsquery)).order_by(rank.desc(), M.id).limit(limit)
-        ).all()
-        ranked = [(r.id, float(r.r)) for r in rows]
+        holds = vector.op("@@")(tsquery)
     else:
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        place_sql = " AND ".join(
-            ["m.owner_id = :owner", "m.scope = :scope"]
-            + ([] if filters.state is None else ["m.state = :state"])
-        )
-        rows = tx.conn.execute(
-            # Only fixed fragments are joined into this SQL; every value is a bound parameter.
-            text(
-                "SELECT m.id AS id, bm25(memories_fts) AS r FROM memories_fts "  # noqa: S608
-                "JOIN memories m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH :match AND {place_sql} ORDER BY r, m.id"
-            ),
-            {"match": match, "owner": tx.place.owner_id, "scope": tx.place.scope, "state": filters.state},
-        ).all()
-        allowed = _allowed_ids(tx, filters) if _narrowed(filters) else None
-        ranked = [(r.id, -float(r.r)) for r in rows if allowed is None or r.id in allowed][:limit]
-    if ranked:
-        return ranked
-    docs = tx.conn.execute(select(M.id, M.search_text).where(*where)).all()
-    return fragment_top(terms, [(r.id, (r.search_text or "").split()) for r in docs], limit)
-
-
-def _narrowed(filters: Filters) -> bool:
-    return any(
-        v is not None
-        for v in (filters.kinds, filters.channel, filters.seen, filters.pinned, filters.created_after, filters.created_before)
-    )
-
-
-def _allowed_ids(tx: _SqlTx, filters: Filters) -> set[str]:
-    return set(tx.conn.execute(select(M.id).where(tx.here(), *tx.filtered(filters))).scalars())
+        # Only fixed fragments are joined into this SQL; the query terms are a bound parameter.
+        holds = text(
+            "memories.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :match)"
+        ).bindparams(match=" OR ".join('"' + t.replace('"', '""') + '"' for t in indexed))
+    rows = tx.conn.execute(select(M.id, M.search_text).where(*where, holds).order_by(M.id)).all()
+    if rows:
+        count, total = tx.conn.execute(
+            select(func.count(), func.coalesce(func.sum(_TERM_COUNT), 0)).where(*where)
+        ).one()
+        docs = [(r.id, (r.search_text or "").split()) for r in rows]
+        ranked = bm25_rank(wanted, docs, int(count), float(total) / max(int(count), 1), limit)
+        if ranked:
+            return ranked
+    docs = [(r.id, (r.search_text or "").split()) for r in tx.conn.execute(select(M.id, M.search_text).where(*where))]
+    return fragment_top(wanted, docs, limit)

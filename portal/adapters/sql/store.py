@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import and_, delete, func, insert, literal, select, update
+from sqlalchemy import and_, delete, exists, func, insert, literal, or_, select, tuple_, update
 from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -85,15 +85,19 @@ class SqlStore:
             if trans.is_active:
                 trans.rollback()
 
-    def purge_owner(self, owner_id: str) -> PurgeCounts:
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
         counts: dict[str, int] = {}
         with self.engine.connect() as conn, conn.begin():
             if self.postgres:
-                scopes = conn.execute(select(M.scope).where(M.owner_id == owner_id).distinct()).scalars()
-                for scope in sorted(scopes):
-                    lock_place(conn, owner_id, scope)
+                found = conn.execute(select(M.scope).where(M.owner_id == owner_id).distinct()).scalars()
+                for scope in sorted(found):
+                    if scopes is None or scope in scopes:
+                        lock_place(conn, owner_id, scope)
             for table in OWNER_TABLES:
-                counts[table.name] = conn.execute(delete(table).where(table.c.owner_id == owner_id)).rowcount
+                where = table.c.owner_id == owner_id
+                if scopes is not None:
+                    where = where & table.c.scope.in_(list(scopes))
+                counts[table.name] = conn.execute(delete(table).where(where)).rowcount
         return PurgeCounts(
             memories=counts["memories"], revisions=counts["memory_revisions"], settings=counts["memory_settings"],
             refs=counts["consolidation_refs"], receipts=counts["idempotency_receipts"],
@@ -126,6 +130,57 @@ class SqlStore:
         with self.engine.connect() as conn:
             rows = conn.execute(select(M.owner_id, M.scope).distinct()).all()
         return iter([Place(r.owner_id, r.scope) for r in rows])
+
+    # ---------------------------------------------------------------- retention
+
+    def prune_history(self, older_than: datetime) -> int:
+        later = memory_revisions.alias("later")
+        replaced = or_(
+            exists().where(later.c.memory_id == R.memory_id, later.c.revision > R.revision, later.c.written_at < older_than),
+            exists().where(M.id == R.memory_id, M.owner_id == R.owner_id, M.scope == R.scope, M.updated_at < older_than),
+        )
+        return self._delete_in_batches(memory_revisions, (R.memory_id, R.revision), and_(R.written_at < older_than, replaced))
+
+    def prune_receipts(self, older_than: datetime) -> int:
+        t = idempotency_receipts.c
+        return self._delete_in_batches(
+            idempotency_receipts, (t.owner_id, t.scope, t.key), and_(t.status != 0, t.created_at < older_than)
+        )
+
+    def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        query = (
+            select(M.owner_id, M.scope, M.id)
+            .where(M.state == "archived", M.updated_at < older_than, or_(M.last_used_at.is_(None), M.last_used_at < older_than))
+            .order_by(M.id).limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [(Place(r.owner_id, r.scope), r.id) for r in conn.execute(query)]
+
+    def _delete_in_batches(self, table: Any, key: tuple[Any, ...], where: ColumnElement[bool], batch: int = 1000) -> int:
+        """Delete the rows matching `where`, `batch` at a time, each batch its own short transaction
+        so a large backlog never holds locks (or SQLite's single writer) for long."""
+        deleted = 0
+        while True:
+            with self.maintenance() as conn:
+                keys = [tuple(row) for row in conn.execute(select(*key).where(where).limit(batch))]
+                if keys:
+                    deleted += conn.execute(delete(table).where(tuple_(*key).in_(keys))).rowcount
+            if len(keys) < batch:
+                return deleted
+
+    @contextmanager
+    def maintenance(self) -> Iterator[Connection]:
+        """A write transaction across places, for maintenance (retention, key rotation): committed on
+        leaving, rolled back on an error. On SQLite it queues behind this process's writers and
+        opens with BEGIN IMMEDIATE, as `write` does."""
+        if self.postgres:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+            return
+        with self._sqlite_writer, self.engine.connect() as conn:
+            conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+            with conn.begin():
+                yield conn
 
     def encrypt(self, text: str) -> str:
         return self.cipher.encrypt(text) if self.cipher else text

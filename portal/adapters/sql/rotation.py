@@ -1,0 +1,148 @@
+"""Key rotation for MEMORY_ENCRYPTION_KEYS: re-encrypting stored text with the first key.
+
+Rolling a key: put the new key first in MEMORY_ENCRYPTION_KEYS on every process (every key still
+decrypts; new text is written with the first), run `memory-portal rotate-keys`, then drop the old
+key. The run re-encrypts every memory text, revision text and stored idempotent answer that an
+older key wrote, and recomputes each memory's duplicate key (`words_key`, an HMAC keyed from the
+first encryption key), so duplicate detection keeps working once the old key is gone.
+
+Batched and resumable: each batch commits alone, a row the first key already reads (with a current
+`words_key`) is left as it is, and a row the app rewrote in the meantime is left to the app (the
+update is a compare-and-set on the stored token). Stopping half way and running again is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Column, Table, and_, func, select, tuple_, update
+
+from portal.memory.text import words_key
+
+from .store import SqlStore
+from .tables import idempotency_receipts, memories, memory_revisions
+
+
+class RotatingCipher(Protocol):
+    digest_key: bytes
+
+    def decrypt(self, token: str) -> str: ...
+    def rotate(self, token: str) -> str: ...
+    def uses_first_key(self, token: str) -> bool: ...
+
+
+class RotationError(RuntimeError):
+    """A stored token no configured key can read; the message names the row, never its text."""
+
+
+@dataclass(frozen=True, slots=True)
+class RotationCounts:
+    """Rows re-encrypted (or given a new duplicate key) per table, and rows that needed nothing."""
+
+    memories: int = 0
+    revisions: int = 0
+    receipts: int = 0
+    unchanged: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"memories": self.memories, "revisions": self.revisions, "receipts": self.receipts,
+                "unchanged": self.unchanged}
+
+
+@dataclass(frozen=True)
+class _Target:
+    name: str
+    table: Table
+    key: tuple[Column[Any], ...]
+    column: Column[Any]
+    words: bool = False
+
+
+TARGETS = (
+    _Target("memories", memories, (memories.c.id,), memories.c.text, words=True),
+    _Target("revisions", memory_revisions, (memory_revisions.c.memory_id, memory_revisions.c.revision), memory_revisions.c.text),
+    _Target(
+        "receipts", idempotency_receipts,
+        (idempotency_receipts.c.owner_id, idempotency_receipts.c.scope, idempotency_receipts.c.key),
+        idempotency_receipts.c.response,
+    ),
+)
+
+
+def rows_to_visit(store: SqlStore) -> int:
+    """How many rows a full run looks at (for a progress bar's total)."""
+    with store.engine.connect() as conn:
+        return sum(
+            int(conn.execute(select(func.count()).select_from(t.table).where(t.column.is_not(None))).scalar_one())
+            for t in TARGETS
+        )
+
+
+def rotate_keys(
+    store: SqlStore, cipher: RotatingCipher, batch: int = 500, progress: Callable[[int], None] | None = None
+) -> RotationCounts:
+    """Re-encrypt with the first key everything an older key wrote; see the module docstring."""
+    if batch < 1:
+        raise ValueError("batch must be positive")
+    changed: dict[str, int] = {}
+    unchanged = 0
+    for target in TARGETS:
+        changed[target.name], skipped = _rotate_table(store, cipher, target, batch, progress)
+        unchanged += skipped
+    return RotationCounts(**changed, unchanged=unchanged)
+
+
+def _rotate_table(
+    store: SqlStore, cipher: RotatingCipher, target: _Target, batch: int, progress: Callable[[int], None] | None
+) -> tuple[int, int]:
+    changed = unchanged = 0
+    after: Sequence[Any] | None = None
+    columns = [*target.key, target.column, *([memories.c.words_key] if target.words else [])]
+    width = len(target.key)
+    while True:
+        query = select(*columns).where(target.column.is_not(None)).order_by(*target.key).limit(batch)
+        if after is not None:
+            query = query.where(tuple_(*target.key) > tuple_(*after))
+        with store.maintenance() as conn:
+            rows = conn.execute(query).all()
+            for row in rows:
+                key, token = tuple(row[:width]), row[width]
+                values = _new_values(cipher, target, key, token, row[width + 1] if target.words else None)
+                if not values:
+                    unchanged += 1
+                    continue
+                where = and_(*(column == value for column, value in zip(target.key, key, strict=True)))
+                # Compare-and-set on the token: a row the app rewrote meanwhile is the app's (and new).
+                changed += conn.execute(update(target.table).where(where, target.column == token).values(**values)).rowcount
+        if progress:
+            progress(len(rows))
+        if len(rows) < batch:
+            return changed, unchanged
+        after = tuple(rows[-1][:width])
+
+
+def _new_values(
+    cipher: RotatingCipher, target: _Target, key: tuple[Any, ...], token: str, stored_words_key: str | None
+) -> dict[str, str]:
+    try:
+        plain = cipher.decrypt(token)
+    except Exception:
+        raise RotationError(
+            f"{target.name} row {_describe(key)} cannot be read with any key of MEMORY_ENCRYPTION_KEYS "
+            "(was an old key dropped before the rotation finished?); rows before it are rotated, "
+            "run again once every old key is listed"
+        ) from None
+    values: dict[str, str] = {}
+    if not cipher.uses_first_key(token):
+        values[target.column.name] = cipher.rotate(token)
+    if target.words:
+        fresh = words_key(plain, cipher.digest_key)
+        if fresh != stored_words_key:
+            values["words_key"] = fresh
+    return values
+
+
+def _describe(key: tuple[Any, ...]) -> str:
+    return "/".join(str(part) for part in key)

@@ -1,0 +1,115 @@
+"""Key rotation (`portal.adapters.sql.rotation`): batched, resumable, and it mends the duplicate
+keys the app wrote with the old digest key while both keys were configured."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from portal.adapters.cipher import CipherError, FernetCipher, generate_key
+from portal.adapters.sql.rotation import RotationCounts, rotate_keys, rows_to_visit
+from portal.adapters.sql.store import SqlStore
+from portal.adapters.sql.tables import memories
+from portal.memory import MemoryService, Place, Saved
+
+HERE = Place("ada", "tenant-1")
+TEXTS = ["Likes green tea", "Lives in Lyon", "Works as a nurse", "Plays the cello", "Keeps bees"]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest) -> Engine:
+    return request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine")
+
+
+def seed(engine: Engine, key: str, texts: Sequence[str] = TEXTS) -> list[str]:
+    service = MemoryService(SqlStore(engine, cipher=FernetCipher([key])))
+    ids = []
+    for text in texts:
+        saved = service.remember(HERE, text)
+        assert isinstance(saved, Saved)
+        ids.append(saved.memory.id)
+    return ids
+
+
+def under(engine: Engine, key: str) -> set[str]:
+    """Ids of the memories whose stored text this key alone reads."""
+    only = FernetCipher([key])
+    with engine.connect() as conn:
+        return {row.id for row in conn.execute(select(memories.c.id, memories.c.text)) if only.uses_first_key(row.text)}
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_stopped_rotation_keeps_its_batches_and_the_next_run_does_the_rest(engine: Engine) -> None:
+    key_a, key_b = generate_key(), generate_key()
+    ids = seed(engine, key_a)
+    both = FernetCipher([key_b, key_a])
+    store = SqlStore(engine, cipher=both)
+    assert rows_to_visit(store) == 5
+
+    def stop_after_first_batch(done: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        rotate_keys(store, both, batch=2, progress=stop_after_first_batch)
+    assert under(engine, key_b) == set(sorted(ids)[:2])  # the first batch, in id order, committed
+    assert under(engine, key_a) == set(sorted(ids)[2:])
+
+    assert rotate_keys(store, both, batch=2) == RotationCounts(memories=3, unchanged=2)
+    assert under(engine, key_b) == set(ids)
+    new_only = MemoryService(SqlStore(engine, cipher=FernetCipher([key_b])))
+    assert {m.text for m in new_only.list(HERE).items} == set(TEXTS)
+    for text in TEXTS:  # every duplicate key now follows the new digest key
+        again = new_only.remember(HERE, text.upper())
+        assert isinstance(again, Saved) and again.replaced_id is not None, text
+    assert len(new_only.list(HERE).items) == len(TEXTS)
+
+
+class SameVector:
+    """An embedder (our own protocol boundary) that gives every text one vector: any two memories
+    with a vector are then duplicates by meaning."""
+
+    model_id = "same-vector"
+
+    def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]:
+        return np.ones((len(texts), 8), dtype=np.float32), self.model_id
+
+
+def test_a_row_the_app_rewrote_with_both_keys_gets_its_duplicate_key_mended(engine: Engine) -> None:
+    key_a, key_b = generate_key(), generate_key()
+    old = MemoryService(SqlStore(engine, cipher=FernetCipher([key_a])), embedder=SameVector())
+    first = old.remember(HERE, "Likes green tea")
+    assert isinstance(first, Saved)
+    ids = [first.memory.id, *seed(engine, key_a, TEXTS[1:])]
+    both = FernetCipher([key_b, key_a])
+    app = MemoryService(SqlStore(engine, cipher=both), embedder=SameVector())
+    # A duplicate by meaning is reinforced: the row is rewritten, its text under the new key, but its
+    # duplicate key (computed from the words, with the old digest key) is carried over as it was.
+    reinforced = app.remember(HERE, "Enjoys a cup of sencha", on_duplicate="reinforce")
+    assert isinstance(reinforced, Saved) and reinforced.reinforced and reinforced.memory.id == ids[0]
+    assert ids[0] in under(engine, key_b)
+
+    counts = rotate_keys(SqlStore(engine, cipher=both), both)
+
+    assert counts == RotationCounts(memories=5)
+    again = MemoryService(SqlStore(engine, cipher=FernetCipher([key_b]))).remember(HERE, "likes green TEA")
+    assert isinstance(again, Saved) and again.replaced_id == ids[0]
+
+
+def test_rotation_refuses_a_bad_batch_and_reads_nothing_it_cannot_decrypt(sqlite_engine: Engine) -> None:
+    key_a = generate_key()
+    seed(sqlite_engine, key_a)
+    stranger = FernetCipher([generate_key()])
+    store = SqlStore(sqlite_engine, cipher=stranger)
+    with pytest.raises(ValueError, match="batch"):
+        rotate_keys(store, stranger, batch=0)
+    with pytest.raises(Exception, match="MEMORY_ENCRYPTION_KEYS") as failed:
+        rotate_keys(store, stranger)
+    assert not isinstance(failed.value, CipherError) and "tea" not in str(failed.value)
+    assert len(under(sqlite_engine, key_a)) == len(TEXTS)  # nothing was rewritten

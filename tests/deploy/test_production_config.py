@@ -1,0 +1,112 @@
+"""A production config refuses to start without a real secret key and a PostgreSQL database, and
+says which variable is wrong; development keeps its embedded defaults."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from portal.config import Config, ConfigError, load_config, secret_key_for
+
+SECRET = "s" * 32
+PG = "postgresql://memory:example-only@db:5432/memory"
+BIN = Path(sys.executable).parent / "memory-portal"
+
+
+def production(**variables: str) -> dict[str, str]:
+    return {"MEMORY_ENV": "production", **variables}
+
+
+def test_production_without_a_secret_key_names_it(tmp_path: Path) -> None:
+    for missing in ({}, {"MEMORY_SECRET_KEY": ""}, {"MEMORY_SECRET_KEY": "   "}):
+        with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY is required in production"):
+            load_config(production(MEMORY_DATABASE_URL=PG, MEMORY_INSTANCE_PATH=str(tmp_path), **missing))
+    # Nothing was generated on the way: a production instance never makes itself a key.
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_production_refuses_a_short_secret_key() -> None:
+    with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY must be at least 32 characters"):
+        load_config(production(MEMORY_SECRET_KEY="s" * 31, MEMORY_DATABASE_URL=PG))
+
+
+@pytest.mark.parametrize(
+    "url", ["", "sqlite:///instance/memory.db", "sqlite://", "mysql://memory@db/memory", "db:5432/memory"]
+)
+def test_production_without_a_postgresql_url_names_it(url: str) -> None:
+    with pytest.raises(ConfigError, match="MEMORY_DATABASE_URL must be a PostgreSQL URL in production"):
+        load_config(production(MEMORY_SECRET_KEY=SECRET, MEMORY_DATABASE_URL=url))
+
+
+def test_without_either_the_secret_key_is_named_first() -> None:
+    with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY"):
+        load_config(production())
+
+
+@pytest.mark.parametrize(
+    "url", [PG, "postgres://memory:pw@db/memory", "postgresql+psycopg://memory:pw@db:5432/memory"]
+)
+def test_production_with_a_secret_and_postgresql_starts(url: str) -> None:
+    config = load_config(production(MEMORY_SECRET_KEY=SECRET, MEMORY_DATABASE_URL=url, MEMORY_EMBEDDER="none"))
+    assert config.production and config.is_postgres and config.database_url == url
+    assert secret_key_for(config) == SECRET
+
+
+def test_the_environment_name_is_checked_and_read_case_blind() -> None:
+    with pytest.raises(ConfigError, match="MEMORY_ENV"):
+        load_config({"MEMORY_ENV": "prod", "MEMORY_SECRET_KEY": SECRET, "MEMORY_DATABASE_URL": PG})
+    with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY"):
+        load_config({"MEMORY_ENV": " Production "})
+
+
+def test_overrides_cannot_weaken_a_production_config() -> None:
+    base = production(MEMORY_SECRET_KEY=SECRET, MEMORY_DATABASE_URL=PG)
+    with pytest.raises(ConfigError, match="MEMORY_DATABASE_URL"):
+        load_config(base, overrides={"database_url": "sqlite:///elsewhere.db"})
+    with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY"):
+        load_config(base, overrides={"secret_key": ""})
+    with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY"):
+        load_config({}, overrides={"env": "production", "database_url": PG})
+
+
+def test_development_keeps_its_embedded_defaults(tmp_path: Path) -> None:
+    config = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path)})
+    assert not config.production
+    assert config.database_url == f"sqlite:///{tmp_path.resolve() / 'memory.db'}"
+    key = secret_key_for(config)
+    assert len(key) >= 32 and secret_key_for(config) == key  # generated once, then kept
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def test_secret_key_for_refuses_a_production_config_without_one(tmp_path: Path) -> None:
+    config = Config(env="production", instance_path=tmp_path)
+    with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY"):
+        secret_key_for(config)
+    assert not (tmp_path / "secret_key").exists()
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({}, "MEMORY_SECRET_KEY"),
+        ({"MEMORY_SECRET_KEY": SECRET}, "MEMORY_DATABASE_URL"),
+        ({"MEMORY_SECRET_KEY": SECRET, "MEMORY_DATABASE_URL": "sqlite:///x.db"}, "MEMORY_DATABASE_URL"),
+    ],
+)
+def test_the_commands_stop_before_doing_anything_and_name_the_variable(
+    tmp_path: Path, variables: dict[str, str], named: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env.update(MEMORY_ENV="production", MEMORY_INSTANCE_PATH=str(tmp_path / "instance"), MEMORY_EMBEDDER="none",
+               **variables)
+    for command in (["db", "upgrade"], ["serve", "--port", "0"]):
+        result = subprocess.run(
+            [str(BIN), *command], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode != 0 and named in result.stderr, (command, result.stderr)
+        assert "Booting worker" not in result.stderr
+    assert not (tmp_path / "instance").exists()  # no SQLite file, no generated key

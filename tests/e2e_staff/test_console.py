@@ -1,0 +1,102 @@
+"""The support console in a real browser: a staff member finds a person, exports their data for an
+access request, logs and carries out an erasure request, and reads the audit log — which names
+ids and actions, never the person's words."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page, expect
+
+from .conftest import MEMORIES, WORDS, Desk, LiveServer, screenshot, sign_in
+
+
+def find_and_open(page: Page, desk: Desk) -> None:
+    page.get_by_label("Find a person").fill(desk.person.email)
+    page.get_by_role("button", name="Search").click()
+    results = page.get_by_test_id("person")
+    expect(results).to_have_count(1)
+    results.get_by_role("link", name=desk.person.email).click()
+    expect(page.get_by_role("heading", name=re.compile("Greta Lind"))).to_be_visible()
+
+
+def section(page: Page, heading: str) -> Locator:
+    """The card titled `heading` (the person page has three forms with a "Ticket reference")."""
+    return page.locator("section").filter(has=page.get_by_role("heading", name=heading, exact=True))
+
+
+def test_find_erase_and_audit(page: Page, live_server: LiveServer, desk: Desk) -> None:
+    sign_in(page, live_server.url, desk.staff)
+    find_and_open(page, desk)
+    expect(page.get_by_test_id("total")).to_have_text("3")
+    by_kind = page.get_by_role("table", name="Memories by kind")
+    for kind in ("Fact", "Goal", "Preference"):
+        expect(by_kind.get_by_role("row", name=f"{kind} 1")).to_be_visible()
+    for word in WORDS:
+        expect(page.get_by_text(word)).to_have_count(0)  # counts, not the person's words
+    screenshot(page, "staff-person.png")
+
+    erasure = section(page, "Erasure request")
+    erasure.get_by_label("Ticket reference").fill("ZD-4711")
+    erasure.get_by_role("button", name="Log the request").click()
+    expect(page.get_by_test_id("state")).to_have_text("open")
+    expect(page.get_by_text("Erasure request logged.")).to_be_visible()
+    confirm = page.get_by_label("Type the person's e-mail or owner id to confirm")
+    confirm.fill("someone.else@e2e.example")
+    page.get_by_role("button", name="Erase all data").click()
+    expect(page.get_by_role("alert")).to_contain_text("nothing was erased")
+    assert live_server.runtime.accounts.get(desk.person.id) is not None
+    page.get_by_label("Type the person's e-mail or owner id to confirm").fill(desk.person.email)
+    page.get_by_role("button", name="Erase all data").click()
+
+    expect(page.get_by_test_id("state")).to_have_text("completed")
+    expect(page.get_by_text("Erased in every scope.")).to_be_visible()
+    expect(page.get_by_test_id("count-memories")).to_have_text("3")
+    expect(page.get_by_test_id("count-accounts")).to_have_text("1")
+    expect(page.get_by_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"))).to_be_visible()
+    expect(page.get_by_role("button", name="Erase all data")).to_have_count(0)
+    screenshot(page, "staff-erasure-done.png")
+    assert live_server.runtime.accounts.get(desk.person.id) is None
+    assert live_server.runtime.service.list(desk.person.place, state="all").items == []
+
+    page.get_by_role("link", name="Audit log").click()
+    expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+    expect(page.get_by_test_id("audit-entry")).to_have_count(3)  # this tenant's entries only
+    page.get_by_label("Subject (owner id)").fill(desk.person.owner_id)
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(f"subject={desk.person.owner_id}"))
+    mine = page.get_by_test_id("audit-entry")
+    expect(mine).to_have_count(3)
+    for action in ("erasure.logged", "erasure.started", "erasure.completed"):
+        expect(mine.filter(has_text=action)).to_have_count(1)
+    expect(mine.filter(has_text="erasure.completed")).to_contain_text("memories=3")
+    expect(mine.first).to_contain_text("ZD-4711")
+    main = page.get_by_role("main").inner_text()
+    for word in (*WORDS, desk.person.email, desk.person.name):
+        assert word not in main, word
+    screenshot(page, "staff-audit.png")
+
+
+def test_export_data_downloads_everything_kept(page: Page, live_server: LiveServer, desk: Desk, tmp_path: Path) -> None:
+    sign_in(page, live_server.url, desk.staff)
+    find_and_open(page, desk)
+    access = section(page, "Access request")
+    access.get_by_label("Ticket reference").fill("REQ-15")
+    with page.expect_download() as download_info:
+        access.get_by_role("button", name="Export data").click()
+    download = download_info.value
+    assert download.suggested_filename == f"access-{desk.person.id}.json"
+    saved = tmp_path / download.suggested_filename
+    download.save_as(saved)
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    assert sorted(m["text"] for m in data["memories"]) == sorted(text for text, _kind in MEMORIES)
+    assert data["account"]["email"] == desk.person.email
+    page.get_by_role("link", name="Audit log").click()
+    exported = page.get_by_test_id("audit-entry").filter(has_text="access.exported")
+    expect(exported).to_have_count(1)
+    expect(exported).to_contain_text("REQ-15")
+    exported.get_by_role("link", name=desk.person.owner_id[:8]).click()  # a subject's id filters the log by it
+    expect(page.get_by_label("Subject (owner id)")).to_have_value(desk.person.owner_id)
+    expect(page.get_by_test_id("audit-entry")).to_have_count(1)

@@ -1,0 +1,104 @@
+"""The admin console: tenants and their AI switch, staff accounts, API keys shown once — every
+change audited and visible at once."""
+
+from __future__ import annotations
+
+import re
+
+from portal.memory import Place
+
+from .conftest import PASSWORD, Console, main_html, page_text
+
+
+def test_create_a_tenant(console: Console) -> None:
+    client = console.client(console.admin)
+    answer = client.post("/admin/tenants", data={"name": "Tenant C"})  # the AI box left unticked
+    assert answer.status_code == 303
+    shown = page_text(client.get(answer.headers["Location"]))
+    assert "Tenant created." in shown and "Tenant C" in shown
+    tenant = console.runtime.tenants.find("Tenant C")
+    assert tenant is not None and tenant.ai_enabled is False
+    [entry] = console.audit(action="tenant.created")
+    assert (entry.actor_id, entry.scope) == (console.admin.id, tenant.id)
+    again = client.post("/admin/tenants", data={"name": "Tenant C", "ai": "on"})
+    assert "A tenant with that name exists already." in page_text(client.get(again.headers["Location"]))
+    assert len(console.audit(action="tenant.created")) == 1
+
+
+def test_switch_the_ai_off_and_on(console: Console) -> None:
+    client = console.client(console.admin)
+    place = Place(console.a1.owner_id, console.a.id)
+    assert console.runtime.tenants.ai_enabled(place)  # read once: the answer is now cached
+    answer = client.post(f"/admin/tenants/{console.a.id}/ai", data={"enabled": "0"})
+    assert answer.status_code == 303
+    assert not console.runtime.tenants.ai_enabled(place)  # the switch clears the cache at once
+    html = main_html(client.get("/admin/"))
+    row = re.search(r'<tr data-testid="tenant"><td>Tenant A</td>.*?</tr>', html, flags=re.S)
+    assert row and "<td>off</td>" in row.group(0) and "Switch AI on" in row.group(0)
+    outcome = console.runtime.service.consolidate(place, "I like tea", ref="c-1")
+    assert (outcome.status, outcome.reason) == ("unavailable", "ai_disabled")  # what the assistant backend meets
+    client.post(f"/admin/tenants/{console.a.id}/ai", data={"enabled": "1"})
+    assert console.runtime.tenants.ai_enabled(place)
+    assert console.runtime.tenants.ai_enabled(Place(console.b1.owner_id, console.b.id))  # B never changed
+    assert [e.action for e in console.audit(actor_id=console.admin.id)] == ["tenant.ai_on", "tenant.ai_off"]
+    assert client.post("/admin/tenants/no-such-tenant/ai", data={"enabled": "0"}).status_code == 404
+
+
+def test_create_a_staff_account_that_can_sign_in(console: Console) -> None:
+    client = console.client(console.admin)
+    data = {"email": "Nina@B.example", "name": "Nina New", "tenant": console.b.id, "role": "staff", "password": PASSWORD}
+    answer = client.post("/admin/staff", data=data)
+    assert answer.status_code == 303
+    assert "Account created." in page_text(client.get(answer.headers["Location"]))
+    assert "nina@b.example — staff — Tenant B" in page_text(client.get("/admin/"))
+    nina = console.client(console.admin).application.test_client()
+    assert nina.post("/login", data={"email": "nina@b.example", "password": PASSWORD}).headers["Location"] == "/staff/"
+    assert "bea@b.example" in page_text(nina.get("/staff/?q=example"))  # B's staff: sees B's people
+    assert "ada@a.example" not in page_text(nina.get("/staff/?q=example"))
+    [entry] = console.audit(action="staff.created")
+    assert (entry.actor_id, entry.scope) == (console.admin.id, console.b.id)
+    refused = client.post("/admin/staff", data={**data, "email": "nina@b.example"})
+    assert "An account with that e-mail exists already." in page_text(client.get(refused.headers["Location"]))
+    member = client.post("/admin/staff", data={**data, "email": "m@b.example", "role": "member"})
+    assert "Choose staff or admin." in page_text(client.get(member.headers["Location"]))
+    short = client.post("/admin/staff", data={**data, "email": "s@b.example", "password": "short"})
+    assert "at least 10 characters" in page_text(client.get(short.headers["Location"]))
+    assert len(console.audit(action="staff.created")) == 1
+
+
+def test_an_api_key_is_shown_once_verifies_and_can_be_revoked(console: Console) -> None:
+    client = console.client(console.admin)
+    keys = console.runtime.administration.api_keys
+    answer = client.post("/admin/keys", data={"tenant": console.b.id, "name": "assistant",
+                                               "permission": ["memories:read", "erasure"]})
+    assert answer.status_code == 200
+    assert answer.headers["Cache-Control"] == "no-store"
+    shown = re.search(r'data-testid="new-key">([^<]+)<', answer.get_data(as_text=True))
+    assert shown, "the new key is not on the page"
+    token = shown.group(1).strip()
+    key = keys.verify(token)
+    assert key is not None and key.tenant_id == console.b.id
+    assert key.permissions == frozenset({"memories:read", "erasure"}) and key.name == "assistant"
+    later = client.get("/admin/").get_data(as_text=True)
+    assert token not in later and token.split("_")[2] not in later  # never shown again, not even in part
+    assert 'data-testid="new-key"' not in later
+    assert re.search(rf"<code>{re.escape(key.prefix)}…</code>.*?assistant.*?active", later, flags=re.S)
+    [created] = console.audit(action="api_key.created")
+    assert (created.scope, created.ticket) == (console.b.id, key.id) and token not in str(created)
+
+    revoked = client.post(f"/admin/keys/{key.id}/revoke")
+    assert revoked.status_code == 303
+    assert "Key revoked." in page_text(client.get(revoked.headers["Location"]))
+    assert keys.verify(token) is None
+    assert "revoked" in page_text(client.get("/admin/"))
+    assert [e.ticket for e in console.audit(action="api_key.revoked")] == [key.id]
+    assert client.post(f"/admin/keys/{key.id}/revoke").status_code == 404  # once only
+    assert client.post("/admin/keys/nope/revoke").status_code == 404
+
+
+def test_an_api_key_without_permissions_is_refused(console: Console) -> None:
+    client = console.client(console.admin)
+    answer = client.post("/admin/keys", data={"tenant": console.a.id, "name": "nothing"})
+    assert answer.status_code == 303
+    assert "at least one permission" in page_text(client.get(answer.headers["Location"]))
+    assert console.runtime.administration.api_keys.list() == []
