@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -38,7 +39,20 @@ def warm_up(app: Any) -> None:
         app.logger.warning("embedder.warm_up_failed error=%s", type(exc).__name__)
 
 
+def threads_per_worker(workers: int, cpus: int | None = None) -> int:
+    """CPU threads each worker's embedding model may use: the machine's CPUs shared out.
+
+    torch otherwise gives every process one thread per CPU, and several workers' spinning threads
+    then fight over the same cores: on 2 CPUs a one-sentence query went from 12 ms to 400-700 ms
+    under load (see docs/benchmarks.md, "Load test")."""
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cpus // max(1, workers))
+
+
 def run(host: str, port: int, workers: int, timeout: int = 60) -> None:
+    # Set before the workers fork and load the model; an operator's own setting wins.
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(workers)))
     PortalServer(
         {
             "bind": f"{host}:{port}",

@@ -8,6 +8,8 @@ import logging
 from typing import Any
 
 from flask import Blueprint, Response, g
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from portal.memory.idempotency import KeyReused, StillRunning
@@ -81,6 +83,18 @@ def install(bp: Blueprint) -> None:
         if status == 429 and headers is None:
             headers = {"Retry-After": "1"}
         return problem(status, HTTP_CODES.get(status, "error"), None, headers)
+
+    @bp.errorhandler(DBAPIError)
+    @bp.errorhandler(PoolTimeout)
+    def _database(exc: Exception) -> Response:
+        # The database went away (restart, failover, a dropped connection) or no connection was
+        # free in time: a transient outage the caller should retry, not an error of ours. The
+        # transaction was rolled back, so nothing was half-written.
+        if isinstance(exc, OperationalError | PoolTimeout) or getattr(exc, "connection_invalidated", False):
+            log.warning("api.database_unavailable route=%s error=%s", g.get("api_route"), type(exc).__name__)
+            return problem(503, "database_unavailable", "the database is unavailable; retry shortly",
+                           {"Retry-After": "1"})
+        return _unexpected(exc)
 
     @bp.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:

@@ -27,13 +27,15 @@ JSON = "application/json"
 MAX_BODY = 64 * 1024
 PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 COMMON_PROBLEMS = {400: "Malformed request", 401: "Missing or wrong API key", 403: "Missing permission",
-                   404: "Not found", 413: "Body too large", 415: "Not JSON", 429: "Too many requests"}
+                   404: "Not found", 413: "Body too large", 415: "Not JSON", 429: "Too many requests",
+                   503: "Database unavailable for a moment: retry after Retry-After seconds"}
 # Any write may carry an Idempotency-Key, and any such write may meet a key already used.
 IDEMPOTENCY_PROBLEM = (409, "Idempotency-Key reused with another request, or its first request still running")
 # Headers every answer of a status carries (problems.py sets them).
 COMMON_HEADERS = {
     401: {"WWW-Authenticate": {"description": "The Bearer scheme", "required": True, "schema": {"type": "string"}}},
     429: {"Retry-After": {"description": "Seconds to wait", "required": True, "schema": {"type": "string"}}},
+    503: {"Retry-After": {"description": "Seconds to wait", "required": True, "schema": {"type": "string"}}},
 }
 REPLAYED_HEADER = {"description": "Present on an answer replayed for a reused Idempotency-Key", "required": False,
                    "schema": {"type": "string", "enum": ["true"]}}

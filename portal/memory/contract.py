@@ -359,6 +359,34 @@ class StoreContract:
             assert [i for i, _ in tx.nearest(self.embedding(1, 0, extra=1), 10, Filters())] == [other_size.id]
             assert tx.nearest(self.embedding(1, 0, model="unknown-model"), 10, Filters()) == []
 
+    def test_mean_vector_is_the_mean_direction_of_the_memories_searched(self, store: Store) -> None:
+        here, elsewhere, _ = self.places3(store)
+        east = self.memory(store, here, "east", embedding=self.embedding(3, 0))  # not unit length: counts as (1, 0)
+        north = self.memory(store, here, "north", embedding=self.embedding(0, 1), kind="goal")
+        other_model = self.memory(store, here, "other model", embedding=self.embedding(-1, 0, model="other-model"))
+        other_size = self.memory(store, here, "other size", embedding=self.embedding(-1, 0, extra=1))
+        shelved = self.memory(store, here, "archived", embedding=self.embedding(-1, -1), state="archived")
+        bare = self.memory(store, here, "no vector")
+        self.keep(store, here, east, north, other_model, other_size, shelved, bare)
+        self.add(store, elsewhere, "far away", embedding=self.embedding(0, -1))
+        dim = self.vector_dimensions
+        with store.read(here) as tx:
+            mean = tx.mean_vector(MODEL, dim, Filters())
+            assert mean is not None and mean.dtype == np.float32 and mean.shape == (dim,)
+            np.testing.assert_allclose(mean, self.vector(0.5, 0.5), atol=1e-5)
+            for model, size, filters, want in (
+                (MODEL, dim, Filters(kinds=("goal",)), self.vector(0, 1)),
+                (MODEL, dim, ALL, self.vector((1 - 2**-0.5) / 3, (1 - 2**-0.5) / 3)),
+                ("other-model", dim, Filters(), self.vector(-1, 0)),
+                (MODEL, dim + 1, Filters(), self.vector(-1, 0, extra=1)),
+            ):
+                found = tx.mean_vector(model, size, filters)
+                assert found is not None
+                np.testing.assert_allclose(found, want, atol=1e-5)
+            assert tx.mean_vector("unknown-model", dim, Filters()) is None
+        with store.read(self.place(store, owner="nobody")) as tx:
+            assert tx.mean_vector(MODEL, dim, Filters()) is None
+
     def test_search_words_folds_accents_and_case(self, store: Store) -> None:
         here = self.place(store)
         (cafe, _other) = self.add(store, here, "Crème brûlée at the Café in Zürich", "Hiking in the Alps")

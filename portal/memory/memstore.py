@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .ranking import cosine_top, words_top
+from .ranking import Bag, WordIndex, bag, cosine_top, normalize, row_norms, words_top
 from .store import Cursor, Filters, NeedsVector, Settings, StoreTx
 from .text import terms
 from .types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
@@ -31,10 +31,14 @@ class _PlaceData:
     refs: dict[str, datetime] = field(default_factory=dict)
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
-    matrices: dict[tuple[str, int], tuple[builtins.list[str], np.ndarray]] = field(default_factory=dict)
+    matrices: dict[tuple[str, int], tuple[builtins.list[str], np.ndarray, np.ndarray]] = field(default_factory=dict)
     # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
     # memory's text changes or the memory is removed (nothing of an erased text stays behind).
-    terms: dict[str, builtins.list[str]] = field(default_factory=dict)
+    terms: dict[str, Bag] = field(default_factory=dict)
+    # Derived from the active memories for unfiltered recalls, kept until a write changes them
+    # (see `_Tx._w`): the mean of the unit vectors of each model and size, and the word index.
+    means: dict[tuple[str, int], np.ndarray | None] = field(default_factory=dict)
+    lexicon: WordIndex | None = None
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -45,6 +49,11 @@ class _PlaceData:
             receipts=dict(self.receipts),
             tombstones=dict(self.tombstones),
             terms=dict(self.terms),
+            # The vector matrices stay valid until a write changes which memories are active or
+            # their vectors (see `_Tx._w`): a recall's mark_used must not throw them away.
+            matrices=dict(self.matrices),
+            means=dict(self.means),
+            lexicon=self.lexicon,
         )
 
 
@@ -81,10 +90,15 @@ class _Tx:
             self._store._places[self.place] = self._data
             self._data = self._data.copy()
 
-    def _w(self) -> _PlaceData:
+    def _w(self, vectors: bool = False) -> _PlaceData:
+        """The data to change; `vectors` when the change may alter the active memories or their
+        vectors, which drops the cached matrices."""
         if not self._writable:
             raise RuntimeError("read transaction")
-        self._data.matrices.clear()
+        if vectors:
+            self._data.matrices.clear()
+            self._data.means.clear()
+            self._data.lexicon = None
         return self._data
 
     # reading
@@ -113,6 +127,12 @@ class _Tx:
         return None
 
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        ids, matrix, norms = self._matrix(query, filters)
+        return cosine_top(query.vector, ids, matrix, limit, norms=norms)
+
+    def _matrix(self, query: Embedding, filters: Filters) -> tuple[builtins.list[str], np.ndarray, np.ndarray]:
+        """The ids, vectors and vector lengths of the memories passing the filters with vectors of
+        the query's space."""
         key = (query.model, query.dim)
         cached = self._data.matrices.get(key) if filters == Filters() else None
         if cached is None:
@@ -122,21 +142,38 @@ class _Tx:
             ]
             ids = [m.id for m in rows]
             matrix = np.stack([m.embedding.vector for m in rows]) if rows else np.zeros((0, query.dim), np.float32)  # type: ignore[union-attr]
-            cached = (ids, matrix)
+            cached = (ids, matrix, row_norms(matrix))
             if filters == Filters():
                 self._data.matrices[key] = cached
-        return cosine_top(query.vector, cached[0], cached[1], limit)
+        return cached
+
+    def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        key = (model, dim)
+        if filters == Filters() and key in self._data.means:
+            return self._data.means[key]
+        _, matrix, _ = self._matrix(Embedding(model, np.zeros(dim, np.float32)), filters)
+        mean = normalize(matrix).mean(axis=0).astype(np.float32) if len(matrix) else None
+        if filters == Filters():
+            self._data.means[key] = mean
+        return mean
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        if filters == Filters():
+            if self._data.lexicon is None:
+                self._data.lexicon = WordIndex(self._bags(filters))
+            return self._data.lexicon.top(query, limit)
+        return words_top(query, self._bags(filters), limit)
+
+    def _bags(self, filters: Filters) -> builtins.list[Bag]:
         cache = self._data.terms
-        docs = []
+        docs: builtins.list[Bag] = []
         for m in self._data.memories.values():
             if matches(m, filters):
                 found = cache.get(m.id)
                 if found is None:
-                    found = cache[m.id] = terms(m.text)
-                docs.append((m.id, found))
-        return words_top(query, docs, limit)
+                    found = cache[m.id] = bag(m.id, terms(m.text))
+                docs.append(found)
+        return docs
 
     def history(self, memory_id: str) -> builtins.list[Revision]:
         return list(reversed(self._data.revisions.get(memory_id, [])))
@@ -148,14 +185,14 @@ class _Tx:
 
     # writing
     def insert(self, memory: Memory) -> int:
-        data = self._w()
+        data = self._w(vectors=True)
         if memory.id in data.memories or memory.id in data.tombstones:
             raise ValueError("id already used")
         data.memories[memory.id] = memory.copy()
         return self.count()
 
     def save(self, memory: Memory, expected_revision: int) -> bool:
-        data = self._w()
+        data = self._w(vectors=True)
         current = data.memories.get(memory.id)
         if current is None or current.revision != expected_revision:
             return False
@@ -172,7 +209,7 @@ class _Tx:
         return stack.pop() if stack else None
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
-        data = self._w()
+        data = self._w(vectors=True)
         memories = revisions = 0
         for i in set(ids):
             data.terms.pop(i, None)
@@ -185,7 +222,7 @@ class _Tx:
         return self.remove(list(self._data.memories))
 
     def set_state(self, ids: Sequence[str], state: str) -> int:
-        data = self._w()
+        data = self._w(vectors=True)
         changed = 0
         for i in ids:
             m = data.memories.get(i)

@@ -58,8 +58,14 @@ class Options:
     # them by weight; "rrf" adds weighted reciprocal ranks (k = 60). The weights (words a little
     # over meaning) were tuned on the LoCoMo dev set with all-MiniLM-L6-v2: docs/benchmarks.md.
     fusion: str = "relative"
-    vector_weight: float = 0.4
-    lexical_weight: float = 0.6
+    vector_weight: float = 0.45
+    lexical_weight: float = 0.55
+    # The meaning ranking takes this share of the mean direction of the memories searched out of
+    # the query (0: plain cosine), then moves the query toward the `feedback_memories` first fused
+    # hits by `feedback_weight` and ranks by meaning once more (0 memories: no second pass).
+    meaning_centering: float = 0.7
+    feedback_memories: int = 3
+    feedback_weight: float = 0.3
     portrait_max_length: int = 1200
     portrait_min_importance: int = 4
     default_importance: int = 3
@@ -76,6 +82,10 @@ class Options:
             raise ValueError("fusion is 'relative' or 'rrf'")
         if self.vector_weight < 0 or self.lexical_weight < 0:
             raise ValueError("fusion weights are not negative")
+        if not 0.0 <= self.meaning_centering <= 1.0:
+            raise ValueError("meaning_centering is in [0, 1]")
+        if self.feedback_memories < 0 or self.feedback_weight < 0:
+            raise ValueError("feedback_memories and feedback_weight are not negative")
         if self.max_text_length < 1:
             raise ValueError("max_text_length must be positive")
         if self.transcript_keep not in ("start", "end"):

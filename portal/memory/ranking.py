@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -31,20 +31,30 @@ def normalize(matrix: np.ndarray) -> np.ndarray:
     return matrix / norms
 
 
+def row_norms(matrix: np.ndarray) -> np.ndarray:
+    """Each row's length, zero rows counted as 1 (they stay at similarity 0)."""
+    # einsum: one pass, no temporary matrix of squares (a few times faster than linalg.norm).
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    norms[norms == 0] = 1.0
+    return norms
+
+
 def cosine_top(
     query: np.ndarray,
     ids: Sequence[str],
     matrix: np.ndarray,
     limit: int,
     min_similarity: float | None = None,
+    norms: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
-    """The `limit` rows most similar to `query`, best first, as (id, cosine similarity)."""
+    """The `limit` rows most similar to `query`, best first, as (id, cosine similarity).
+    `norms` may hand in `row_norms(matrix)`, kept by a caller that ranks the same rows often."""
     if not len(ids) or limit <= 0:
         return []
     q = query.astype(np.float32, copy=False)
     qn = float(np.linalg.norm(q)) or 1.0
-    norms = np.linalg.norm(matrix, axis=1)
-    norms[norms == 0] = 1.0
+    if norms is None:
+        norms = row_norms(matrix)
     sims = (matrix @ q) / (norms * qn)
     k = min(limit, len(ids))
     if k < len(ids):
@@ -58,10 +68,19 @@ def cosine_top(
     return out
 
 
-def bm25_scores(
-    query: Sequence[str], docs: Sequence[Sequence[str]], count: int, average_length: float
-) -> np.ndarray:
-    """BM25 (Okapi) of each tokenised doc for the query terms, best high.
+Bag = tuple[str, Mapping[str, int], int]
+"""A document for the word ranking: its id, how often each ranking term occurs in it, its length."""
+
+
+def bag(doc_id: str, doc_terms: Sequence[str]) -> Bag:
+    return doc_id, Counter(doc_terms), len(doc_terms)
+
+
+def bm25_rank(
+    query: Sequence[str], docs: Sequence[Bag], count: int, average_length: float, limit: int
+) -> list[tuple[str, float]]:
+    """BM25 (Okapi) of docs for the query terms: the `limit` best (id, score), best first, ties in
+    the docs' order.
 
     `count` and `average_length` describe the whole set being searched (a person's memories in a
     place), while `docs` needs only hold those sharing a term with the query: a term's document
@@ -69,53 +88,75 @@ def bm25_scores(
     That lets a database pick the candidates with its full-text index and every store score them
     the same way, on the person's own memories only.
     """
+    if not docs or not query or limit <= 0:
+        return []
     n = max(count, len(docs))
-    scores = np.zeros(len(docs), dtype=np.float64)
-    if not docs or not query:
-        return scores
-    lengths = np.fromiter((len(d) for d in docs), dtype=np.float64, count=len(docs))
+    lengths = np.fromiter((length for _, _, length in docs), dtype=np.float64, count=len(docs))
     norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths / (average_length or 1.0))
-    counts = [Counter(d) for d in docs]
+    scores = np.zeros(len(docs), dtype=np.float64)
     for term in dict.fromkeys(query):
-        tf = np.fromiter((c.get(term, 0) for c in counts), dtype=np.float64, count=len(counts))
+        tf = np.fromiter((counts.get(term, 0) for _, counts, _ in docs), dtype=np.float64, count=len(docs))
         df = int(np.count_nonzero(tf))
         if not df:
             continue
         idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
         scores += idf * tf * (BM25_K1 + 1) / (tf + norm)
-    return scores
-
-
-def bm25_rank(
-    query: Sequence[str], docs: Sequence[tuple[str, Sequence[str]]], count: int, average_length: float, limit: int
-) -> list[tuple[str, float]]:
-    """The `limit` best (id, BM25) of tokenised docs, best first; ties keep the docs' order."""
-    if limit <= 0:
-        return []
-    scores = bm25_scores(query, [toks for _, toks in docs], count, average_length)
     order = np.argsort(-scores, kind="stable")
     return [(docs[i][0], float(scores[i])) for i in order[:limit] if scores[i] > 0]
 
 
-def words_top(query: str, docs: Sequence[tuple[str, Sequence[str]]], limit: int) -> list[tuple[str, float]]:
-    """The word ranking over a whole set of docs given as (id, ranking terms): BM25 of the query's
-    terms, or when none is found a fragment match (a query word of three letters or more inside a
-    document word), so "pyth" still finds "Python"."""
+def words_top(query: str, docs: Sequence[Bag], limit: int) -> list[tuple[str, float]]:
+    """The word ranking over a whole set of docs: BM25 of the query's terms, or when none is found
+    a fragment match (a query word of three letters or more inside a document word), so "pyth"
+    still finds "Python"."""
     wanted = query_terms(query)
     if not wanted or not docs or limit <= 0:
         return []
-    # In id order, as the SQL stores read their candidates: equal scores then fall the same way.
-    docs = sorted(docs, key=lambda doc: doc[0])
-    average = sum(len(toks) for _, toks in docs) / len(docs)
-    ranked = bm25_rank(wanted, docs, len(docs), average, limit)
-    return ranked or fragment_top(wanted, docs, limit)
+    average = sum(length for _, _, length in docs) / len(docs)
+    # Only docs holding a query term can score, and in id order, as the SQL stores read their
+    # candidates: equal scores then fall the same way everywhere.
+    candidates = sorted((d for d in docs if any(t in d[1] for t in wanted)), key=lambda d: d[0])
+    ranked = bm25_rank(wanted, candidates, len(docs), average, limit)
+    return ranked or fragment_top(wanted, [(doc_id, list(counts)) for doc_id, counts, _ in docs], limit)
+
+
+class WordIndex:
+    """A set of docs made ready for many word rankings: the same answers as `words_top` over the
+    same docs, without looking at every doc for each query (a term's postings name the docs that
+    can score). For a store that ranks one place's memories again and again between writes."""
+
+    __slots__ = ("_docs", "_ordered", "_postings", "_average", "_tokenised")
+
+    def __init__(self, docs: Sequence[Bag]) -> None:
+        self._docs = list(docs)
+        self._average = sum(length for _, _, length in self._docs) / len(self._docs) if self._docs else 0.0
+        # In id order, as `words_top` ranks its candidates.
+        self._ordered = sorted(self._docs, key=lambda d: d[0])
+        postings: dict[str, list[int]] = {}
+        for i, (_, counts, _) in enumerate(self._ordered):
+            for term in counts:
+                postings.setdefault(term, []).append(i)
+        self._postings = postings
+        self._tokenised: list[tuple[str, list[str]]] | None = None
+
+    def top(self, query: str, limit: int) -> list[tuple[str, float]]:
+        wanted = query_terms(query)
+        if not wanted or not self._docs or limit <= 0:
+            return []
+        found = sorted({i for t in wanted for i in self._postings.get(t, ())})
+        ranked = bm25_rank(wanted, [self._ordered[i] for i in found], len(self._docs), self._average, limit)
+        if ranked:
+            return ranked
+        if self._tokenised is None:
+            self._tokenised = [(doc_id, list(counts)) for doc_id, counts, _ in self._docs]
+        return fragment_top(wanted, self._tokenised, limit)
 
 
 def bm25_top(query: str, docs: Sequence[tuple[str, str]], limit: int) -> list[tuple[str, float]]:
     """The word ranking of `docs` — (id, text) pairs — for `query`, best first (see `words_top`)."""
     if not docs or limit <= 0:
         return []
-    return words_top(query, [(doc_id, terms(text)) for doc_id, text in docs], limit)
+    return words_top(query, [bag(doc_id, terms(text)) for doc_id, text in docs], limit)
 
 
 def fragment_top(

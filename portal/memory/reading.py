@@ -15,14 +15,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .ranking import bm25_top, fuse, fuse_scores
 from .store import Cursor, Filters
-from .types import Hit, InvalidArgument, Memory, NotFound, Page, Place, Portrait, Revision, as_place, iso
+from .types import Embedding, Hit, InvalidArgument, Memory, NotFound, Page, Place, Portrait, Revision, as_place, iso
 
 if TYPE_CHECKING:
     from .ports import Clock, Embedder, Mask, Options
-    from .store import Store
-    from .types import Embedding
+    from .store import Store, StoreTx
 
 log = logging.getLogger("portal.memory")
 
@@ -123,6 +124,12 @@ class Reading:
         """The memories that best answer `query`: meaning and words fused (by relative scores, or
         by reciprocal rank with `Options(fusion="rrf")`), weighted by the options' weights.
 
+        Words: BM25 of the query's stemmed terms, stop words left out. Meaning: cosine to the
+        query's vector less part of the mean direction of the memories searched
+        (`meaning_centering`), ranked a second time after moving the query toward the first fused
+        hits (`feedback_memories`, `feedback_weight`). A similarity floor is checked on the plain
+        cosine. With the default fusion and weights a hit's score is in [0, 1].
+
         Without an embedder, with the AI off or while the embedder fails, it ranks by words, then
         by the most recently useful. Returned memories are marked used (unless `mark` is False:
         a person searching their own memories is not the assistant using them).
@@ -137,9 +144,6 @@ class Reading:
         threshold = self.options.min_similarity if min_similarity is None else min_similarity
         query_vector = self._embed(place, query, "query")
         with self.store.read(place) as tx:
-            semantic = tx.nearest(query_vector, depth, filters) if query_vector is not None else []
-            if threshold is not None:
-                semantic = [(i, s) for i, s in semantic if s >= threshold]
             if self.store.searches_text:
                 lexical = tx.search_words(query, depth, filters)
             else:
@@ -153,11 +157,18 @@ class Reading:
                 )[:limit]
                 hits = [Hit(m, s, "lexical") for m, s in ranked]
             else:
-                combine = fuse if self.options.fusion == "rrf" else fuse_scores
-                fused = combine(
-                    [("vector", semantic, self.options.vector_weight), ("lexical", lexical, self.options.lexical_weight)],
-                    limit,
-                )
+                meaning = _Meaning(tx, query_vector, filters, self.options.meaning_centering)
+                semantic = meaning.ranking(meaning.query, depth, threshold)
+                fused = self._fuse(semantic, lexical, limit)
+                feedback = self.options.feedback_memories
+                if feedback and self.options.feedback_weight and fused:
+                    # Pseudo-relevance feedback (Rocchio): move the query's vector toward the
+                    # memories ranked first, then rank by meaning again; words stay as they were.
+                    leaders = tx.get_many([i for i, _, _ in fused[:feedback]])
+                    moved = meaning.toward([m.embedding for m in leaders], self.options.feedback_weight)
+                    if moved is not None:
+                        semantic = meaning.ranking(moved, depth, threshold)
+                        fused = self._fuse(semantic, lexical, limit)
                 by_id = {m.id: m for m in tx.get_many([i for i, _, _ in fused])}
                 hits = [
                     Hit(by_id[i], score, "hybrid" if len(found_by) == 2 else next(iter(found_by)))
@@ -169,6 +180,14 @@ class Reading:
             for h in hits:
                 h.memory.last_used_at = now
         return hits
+
+    def _fuse(
+        self, semantic: builtins.list[tuple[str, float]], lexical: builtins.list[tuple[str, float]], limit: int
+    ) -> builtins.list[tuple[str, float, set[str]]]:
+        combine = fuse if self.options.fusion == "rrf" else fuse_scores
+        return combine(
+            [("vector", semantic, self.options.vector_weight), ("lexical", lexical, self.options.lexical_weight)], limit
+        )
 
     def portrait(
         self,
@@ -224,6 +243,55 @@ class Reading:
             "settings": {"paused": settings.paused},
             "memories": items,
         }
+
+
+class _Meaning:
+    """The meaning ranking of one recall: cosine to the query's vector, less a share of the mean
+    direction of the memories searched (`centering`).
+
+    What all of a person's memories share (their style, the names they all mention, the language)
+    says little about which of them answers a question; taking the mean out of the query weighs
+    what sets a memory apart, as IDF does for words. A similarity floor is still checked on the
+    plain cosine.
+    """
+
+    def __init__(self, tx: StoreTx, query: Embedding, filters: Filters, centering: float) -> None:
+        self.tx = tx
+        self.filters = filters
+        self.model = query.model
+        self.dim = query.dim
+        self.query = _unit(query.vector)
+        self.mean = tx.mean_vector(query.model, query.dim, filters) if centering else None
+        self.centering = centering
+
+    def ranking(self, vector: np.ndarray, depth: int, floor: float | None) -> builtins.list[tuple[str, float]]:
+        shifted = vector if self.mean is None else vector - self.centering * self.mean
+        if not np.any(shifted):
+            shifted = vector
+        ranked = self.tx.nearest(Embedding(self.model, shifted.astype(np.float32)), depth, self.filters)
+        if floor is None:
+            return ranked
+        if shifted is self.query:  # the scores are the plain cosine already
+            return [(i, s) for i, s in ranked if s >= floor]
+        vectors = {m.id: m.embedding for m in self.tx.get_many([i for i, _ in ranked])}
+        return [
+            (i, s) for i, s in ranked
+            if (e := vectors.get(i)) is not None and float(_unit(e.vector) @ self.query) >= floor
+        ]
+
+    def toward(self, embeddings: Sequence[Embedding | None], weight: float) -> np.ndarray | None:
+        """The query's direction moved toward these memories' (Rocchio); None when none has a vector
+        of the query's model and size."""
+        same = [_unit(e.vector) for e in embeddings if e is not None and (e.model, e.dim) == (self.model, self.dim)]
+        if not same:
+            return None
+        return _unit(self.query + weight * np.mean(same, axis=0))
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
 
 
 def _render(format: str, kept: builtins.list[Memory], text_of: Any) -> str:

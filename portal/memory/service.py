@@ -146,7 +146,9 @@ class MemoryService(Reading, Consolidating, Retention):
             return [Refused("invalid_on_duplicate") for _ in texts]
         if not texts:
             return []
-        if self.is_paused(place):
+        # Looked at before the write only to spare the embedder work a paused place would throw
+        # away; the write transaction checks it again, so without an embedder one read is saved.
+        if self.embedder is not None and self.is_paused(place):
             return [Refused("paused") for _ in texts]
         drafts = [self._draft(place, text, kind, importance, role, explicit, person_name) for text in texts]
         kept = [d for d in drafts if isinstance(d, _Draft)]

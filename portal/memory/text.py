@@ -74,22 +74,26 @@ _STEMMERS = threading.local()
 # stored terms keep them, so a query made only of them still finds its memories). Contraction
 # tails ("m", "ve", "ll"...) are here because the word pattern splits "I'm" into "i" and "m".
 STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could d did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just ll m me more most my myself no nor not now o of off on once only or other our ours
-    ourselves out over own re s same she should so some such t than that the their theirs them
-    themselves then there these they this those through to too under until up ve very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    """.split()
+    {
+        "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as",
+        "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can",
+        "could", "d", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from",
+        "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself",
+        "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "ll", "m", "me", "more",
+        "most", "my", "myself", "no", "nor", "not", "now", "o", "of", "off", "on", "once", "only", "or",
+        "other", "our", "ours", "ourselves", "out", "over", "own", "re", "s", "same", "she", "should", "so",
+        "some", "such", "t", "than", "that", "the", "their", "theirs", "them", "themselves", "then",
+        "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "ve",
+        "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why",
+        "will", "with", "would", "you", "your", "yours", "yourself", "yourselves",
+    }
 )
 
 
 @lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     """The English stem of one folded word ("painting" → "paint"); a word with digits or signs in it
-    ("2023", "c++", "mp3") is kept whole."""
+    ("2023", "c#", "mp3") is kept whole."""
     if not word.isalpha():
         return word
     stemmer = getattr(_STEMMERS, "english", None)

@@ -23,7 +23,8 @@ class Reply:
 
 
 class FakeLLMServer:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        """On a free loopback port, or on `port` (a test bringing a model "back up" where it was down)."""
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.default = Reply('{"facts": [], "summary": "nothing"}')
@@ -59,7 +60,7 @@ class FakeLLMServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

@@ -81,3 +81,45 @@ def test_postgres_upgrade_is_idempotent_and_matches_the_models(pg_blank_engine: 
         ).scalar()
     assert extension == "vector"
     assert gin is not None and "gin" in gin.lower()
+
+
+def check_0005_rewrites_search_text_as_terms(engine: Engine) -> None:
+    """0005: search text written before it (folded words) is worked out again as ranking terms,
+    and the full-text index follows; an encrypted row (no search text) is left alone."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert, select
+
+    from portal.adapters.sql.store import SqlStore
+    from portal.adapters.sql.tables import memories
+    from portal.memory import Place
+    from portal.memory.store import Filters
+    from portal.memory.text import search_text, words
+
+    upgrade(engine, "0004")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    base = {
+        "owner_id": "ada", "scope": "default", "revision": 1, "words_key": "k", "kind": "fact",
+        "importance": 3, "origin": "asserted", "sources": "[]", "channel": "foreground", "seen": True,
+        "pinned": False, "state": "active", "last_op": "create", "created_at": now, "updated_at": now,
+    }
+    painted = "Painted two sunsets in Zürich"
+    with engine.begin() as conn:
+        conn.execute(insert(memories).values(id="m1", text=painted, search_text=" ".join(words(painted)), **base))
+        conn.execute(insert(memories).values(id="m2", text="gAAAA-encrypted", search_text=None, **base))
+    upgrade(engine)
+    with engine.connect() as conn:
+        stored = dict(conn.execute(select(memories.c.id, memories.c.search_text)).all())
+    assert stored == {"m1": search_text(painted), "m2": None}
+    assert stored["m1"] == "paint two sunset in zurich"
+    with SqlStore(engine).read(Place("ada", "default")) as tx:
+        assert [i for i, _ in tx.search_words("painting a sunset", 5, Filters())] == ["m1"]
+
+
+def test_sqlite_0005_rewrites_search_text_as_terms(sqlite_blank_engine: Engine) -> None:
+    check_0005_rewrites_search_text_as_terms(sqlite_blank_engine)
+
+
+@pytest.mark.postgres
+def test_postgres_0005_rewrites_search_text_as_terms(pg_blank_engine: Engine) -> None:
+    check_0005_rewrites_search_text_as_terms(pg_blank_engine)

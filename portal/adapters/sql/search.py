@@ -16,17 +16,18 @@ found, a fragment match over the place's terms takes over.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Float, func, literal_column, select, text
+from sqlalchemy import Float, LargeBinary, func, literal_column, select, text, type_coerce
+from sqlalchemy.sql.elements import ColumnClause, ColumnElement, TextClause
 
-from portal.memory.ranking import bm25_rank, cosine_top, fragment_top
+from portal.memory.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
 from portal.memory.store import Filters
 from portal.memory.text import query_terms
 from portal.memory.types import Embedding
 
-from .tables import memories
+from .tables import VectorType, memories
 
 if TYPE_CHECKING:
     from .store import _SqlTx
@@ -43,12 +44,39 @@ def nearest_rows(tx: _SqlTx, query: Embedding, limit: int, filters: Filters) -> 
         distance = M.embedding.op("<=>", return_type=Float())(query.vector)
         rows = tx.conn.execute(select(M.id, distance.label("d")).where(*where).order_by(distance).limit(limit)).all()
         return [(r.id, 1.0 - float(r.d)) for r in rows]
-    rows = tx.conn.execute(select(M.id, M.embedding).where(*where)).all()
-    if not rows:
-        return []
-    ids = [r.id for r in rows]
-    matrix = np.frombuffer(b"".join(r.embedding.tobytes() for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    return cosine_top(query.vector, ids, matrix, limit)
+    ids, matrix, norms = place_matrix(tx, query.model, query.dim, filters)
+    return cosine_top(query.vector, ids, matrix, limit, norms=norms)
+
+
+def place_matrix(tx: _SqlTx, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """SQLite: the ids, vectors and vector lengths of the place's memories passing the filters, in
+    this model and size. The blobs are read as raw bytes and joined into one matrix (no array per
+    row); a read transaction keeps the matrix for its other rankings (a recall ranks by meaning more
+    than once), a write transaction reads it afresh each time since it may have changed it."""
+    key = (model, dim, filters)
+    cache = tx.matrices
+    if cache is not None and key in cache:
+        return cache[key]
+    where = [tx.here(), *tx.filtered(filters), M.embedding_model == model, M.embedding_dim == dim]
+    rows = tx.conn.execute(select(M.id, type_coerce(M.embedding, LargeBinary)).where(*where)).all()
+    ids = [r[0] for r in rows]
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+    found = (ids, matrix, row_norms(matrix))
+    if cache is not None:
+        cache[key] = found
+    return found
+
+
+def mean_vector(tx: _SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+    where = [tx.here(), *tx.filtered(filters), M.embedding_model == model, M.embedding_dim == dim]
+    if tx.store.postgres:
+        mean = func.avg(func.l2_normalize(M.embedding), type_=VectorType())
+        found = tx.conn.execute(select(mean).where(*where)).scalar()
+        return None if found is None else np.asarray(found, dtype=np.float32)
+    _, matrix, norms = place_matrix(tx, model, dim, filters)
+    if not len(matrix):
+        return None
+    return (matrix / norms[:, None]).mean(axis=0).astype(np.float32)
 
 
 def fts_terms(wanted: list[str]) -> list[str]:
@@ -60,7 +88,7 @@ def fts_terms(wanted: list[str]) -> list[str]:
 
 # How many terms a row's search_text holds (terms are joined by single spaces), in SQL both
 # databases read alike.
-_TERM_COUNT = literal_column(
+_TERM_COUNT: ColumnClause[Any] = literal_column(
     "CASE WHEN coalesce(search_text, '') = '' THEN 0 "
     "ELSE length(search_text) - length(replace(search_text, ' ', '')) + 1 END"
 )
@@ -72,6 +100,7 @@ def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[
     if not indexed or limit <= 0:
         return []
     where = [tx.here(), *tx.filtered(filters)]
+    holds: ColumnElement[Any] | TextClause
     if tx.store.postgres:
         tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), " | ".join(f"'{t}'" for t in indexed))
         vector = func.to_tsvector(literal_column("'simple'::regconfig"), func.coalesce(M.search_text, ""))
@@ -86,9 +115,9 @@ def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[
         count, total = tx.conn.execute(
             select(func.count(), func.coalesce(func.sum(_TERM_COUNT), 0)).where(*where)
         ).one()
-        docs = [(r.id, (r.search_text or "").split()) for r in rows]
+        docs = [bag(r.id, (r.search_text or "").split()) for r in rows]
         ranked = bm25_rank(wanted, docs, int(count), float(total) / max(int(count), 1), limit)
         if ranked:
             return ranked
-    docs = [(r.id, (r.search_text or "").split()) for r in tx.conn.execute(select(M.id, M.search_text).where(*where))]
-    return fragment_top(wanted, docs, limit)
+    everything = tx.conn.execute(select(M.id, M.search_text).where(*where))
+    return fragment_top(wanted, [(r.id, (r.search_text or "").split()) for r in everything], limit)

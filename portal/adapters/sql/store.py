@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import and_, delete, exists, func, insert, literal, or_, select, tuple_, update
+from sqlalchemy import and_, bindparam, delete, exists, func, insert, literal, or_, select, tuple_, update
 from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -25,7 +25,7 @@ from portal.memory.text import search_text
 from portal.memory.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision, Source
 
 from .engine import is_postgres, lock_place
-from .search import nearest_rows, words_ranking
+from .search import mean_vector, nearest_rows, words_ranking
 from .tables import (
     OWNER_TABLES,
     consolidation_refs,
@@ -63,10 +63,10 @@ class SqlStore:
     def write(self, place: Place) -> Iterator[_SqlTx]:
         if self.postgres:
             with self.engine.connect() as conn:
-                yield from self._transaction(conn, place, lock=True)
+                yield from self._transaction(conn, place, lock=True, writable=True)
             return
         with self._sqlite_writer, self.engine.connect() as conn:
-            yield from self._transaction(conn.execution_options(sqlite_begin="IMMEDIATE"), place, lock=False)
+            yield from self._transaction(conn.execution_options(sqlite_begin="IMMEDIATE"), place, lock=False, writable=True)
 
     @contextmanager
     def read(self, place: Place) -> Iterator[_SqlTx]:
@@ -75,12 +75,12 @@ class SqlStore:
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
             yield from self._transaction(conn, place, lock=False)
 
-    def _transaction(self, conn: Connection, place: Place, lock: bool) -> Iterator[_SqlTx]:
+    def _transaction(self, conn: Connection, place: Place, lock: bool, writable: bool = False) -> Iterator[_SqlTx]:
         trans = conn.begin()
         try:
             if lock:
                 lock_place(conn, place.owner_id, place.scope)
-            yield _SqlTx(self, conn, trans, place)
+            yield _SqlTx(self, conn, trans, place, writable)
         finally:
             if trans.is_active:
                 trans.rollback()
@@ -190,11 +190,14 @@ class SqlStore:
 
 
 class _SqlTx:
-    def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place) -> None:
+    def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place, writable: bool = False) -> None:
         self.store = store
         self.conn = conn
         self.place = place
         self._trans = trans
+        # Vector matrices read in this transaction (SQLite), kept for its later rankings; only in a
+        # read transaction, whose snapshot cannot change under it.
+        self.matrices: dict[Any, Any] | None = None if writable else {}
 
     def commit(self) -> None:
         self._trans.commit()
@@ -241,6 +244,9 @@ class _SqlTx:
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         return nearest_rows(self, query, limit, filters)
 
+    def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        return mean_vector(self, model, dim, filters)
+
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         return words_ranking(self, query, limit, filters)
 
@@ -282,10 +288,9 @@ class _SqlTx:
     def insert(self, memory: Memory) -> int:
         if self.is_tombstoned(memory.id):
             raise ValueError("id already used")
-        counted = select(func.count()).where(self.here(), M.state == "active").scalar_subquery()
         # The count rides on the INSERT itself: under the cap's threshold the cap costs no query.
         before = self.conn.execute(
-            insert(memories).values(**self._row(memory)).returning(counted)
+            _INSERT_COUNTING, {**self._row(memory), "place_owner": self.place.owner_id, "place_scope": self.place.scope}
         ).scalar_one()
         # RETURNING sees the snapshot before the insert on PostgreSQL, after it on SQLite.
         return int(before) + (1 if self.store.postgres and memory.state == "active" else 0)
@@ -503,6 +508,14 @@ class _SqlTx:
             written_at=r["written_at"], op=r["op"],
             embedding=Embedding(r["embedding_model"], np.asarray(vector, np.float32)) if vector is not None else None,
         )
+
+
+# Built once: a statement made per call with .values(...) costs more to build than to run on SQLite.
+_INSERT_COUNTING = insert(memories).returning(
+    select(func.count())
+    .where(M.owner_id == bindparam("place_owner"), M.scope == bindparam("place_scope"), M.state == "active")
+    .scalar_subquery()
+)
 
 
 def _could_be_id(value: object) -> bool:

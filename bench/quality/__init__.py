@@ -1,0 +1,1 @@
+"""Recall quality benchmarks (LoCoMo retrieval). Run scripts, not tests: see docs/benchmarks.md."""
