@@ -154,6 +154,9 @@ def in_process(args: argparse.Namespace, pool: list[tuple[str, str]], vectors: n
             loader = MemoryService(store, embedder=pre, options=Options(max_active=None))
             reader = MemoryService(store, embedder=pre, options=Options(max_active=None))
             words = MemoryService(store, embedder=None, options=Options(max_active=None))
+            # The meaning ranking without its centring and second (feedback) pass: what they cost.
+            plain = MemoryService(store, embedder=pre, options=Options(max_active=None, meaning_centering=0.0,
+                                                                         feedback_memories=0))
             # Other people beside the measured one, as in any real database.
             for other in range(args.others):
                 fill(loader, Place(f"other-{other}", "bench"), pool[: max(sizes)])
@@ -166,6 +169,8 @@ def in_process(args: argparse.Namespace, pool: list[tuple[str, str]], vectors: n
                 res["recall"][str(size)] = {**percentiles(samples), "load_average": load}
                 samples = time_calls(lambda i, p=place, svc=words: svc.recall(p, qs[i % len(qs)], limit=5), args.recalls)
                 res["recall_words_only"][str(size)] = percentiles(samples)
+                samples = time_calls(lambda i, p=place, svc=plain: svc.recall(p, qs[i % len(qs)], limit=5), args.recalls)
+                res.setdefault("recall_plain_cosine", {})[str(size)] = percentiles(samples)
                 print(f"{kind} recall at {size}: p50 {res['recall'][str(size)]['p50_ms']} "
                       f"p95 {res['recall'][str(size)]['p95_ms']} ms", file=sys.stderr)
         out[kind] = res

@@ -52,6 +52,7 @@ from portal.memory.types import Saved
 VENV = Path("/tmp/mem0-venv")
 DRIVER = ROOT / "bench" / "mem0_driver.py"
 PERSON = "ada"
+BATCH = 64
 SCOPE = "bench"
 
 
@@ -111,6 +112,13 @@ def ours(url: str, texts: list[str], qs: list[str], add: bool) -> dict[str, Any]
         out["add"] = {"count": len(texts), "seconds": round(elapsed, 3), "per_second": round(len(texts) / elapsed, 1),
                       "latency": percentiles(samples), "new_memories": kept,
                       "met_a_duplicate": len(texts) - kept}
+        # The same texts for another person, BATCH per call: one embedder call and one transaction each.
+        t0 = time.perf_counter()
+        for i in range(0, len(texts), BATCH):
+            service.remember_many(Place(PERSON + "-batch", SCOPE), texts[i : i + BATCH])
+        elapsed = time.perf_counter() - t0
+        out["add_batch"] = {"count": len(texts), "batch": BATCH, "seconds": round(elapsed, 3),
+                            "per_second": round(len(texts) / elapsed, 1)}
     out["search"] = percentiles(time_calls(lambda i: service.recall(place, qs[i % len(qs)], limit=5), len(qs)))
     vectors, _ = model.embed(qs, "query")
     out["query_embedding"] = percentiles(time_calls(lambda i: model.embed([qs[i % len(qs)]], "query"), len(qs)))
@@ -127,8 +135,9 @@ def ratios(theirs: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
     for part in ("search", "search_without_embedding", "query_embedding"):
         for stat in ("p50_ms", "p95_ms"):
             out[f"{part}_{stat}_mem0_over_ours"] = round(theirs[part][stat] / mine[part][stat], 2)
-    if "add" in theirs and "add" in mine:
-        out["add_per_second_ours_over_mem0"] = round(mine["add"]["per_second"] / theirs["add"]["per_second"], 2)
+    for part in ("add", "add_batch"):
+        if part in theirs and part in mine:
+            out[f"{part}_per_second_ours_over_mem0"] = round(mine[part]["per_second"] / theirs[part]["per_second"], 2)
     return out
 
 
@@ -173,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
         engine.dispose()
         conninfo = make_url(mem0_url).set(drivername="postgresql").render_as_string(hide_password=False)
         job = {"conninfo": conninfo, "collection": "mem0_bench", "model_path": model_path, "home": "/tmp/mem0-home",
-               "user_id": PERSON, "texts": texts, "queries": qs, "hnsw": True}
+               "user_id": PERSON, "texts": texts, "queries": qs, "hnsw": True, "batch": BATCH}
         wait_for_quiet(args.max_load, args.quiet_wait)
         part: dict[str, Any] = {"memories": args.memories, "load_average": load_average()}
         if "error" not in results["mem0_environment"]:
@@ -192,9 +201,9 @@ def main(argv: list[str] | None = None) -> None:
             analyze(our_conninfo)
             if "mem0" in part:
                 filler = [t for t, _ in sentences(1000)]
-                scale_job = {**job, "texts": [], "queries": qs[: args.scale_searches], "warmup": 3, "hnsw": False,
+                scale_job = {**job, "texts": [], "batch": 0, "queries": qs[: args.scale_searches], "warmup": 3, "hnsw": False,
                              "drop_hnsw": True, "scale_people": args.scale_people, "scale_per_person": 1000,
-                             "filler_texts": filler}
+                             "filler_texts": filler, "explain": True}
                 wait_for_quiet(args.max_load, args.quiet_wait)
                 scale["mem0"] = mem0_run(scale_job, args.venv, args.timeout)
             wait_for_quiet(args.max_load, args.quiet_wait)
