@@ -32,6 +32,8 @@ from portal.memory import Place
 from portal.memory.store import Filters
 from portal.web.app import create_app
 
+from ..status import StatusRecorder
+
 API = "/api/v1"
 RULES = """
 [[rule]]
@@ -40,19 +42,6 @@ patterns = ["\\\\bpassword\\\\b", "\\\\bpin code\\\\b"]
 """
 
 
-class StatusRecorder:
-    """WSGI middleware keeping (method, path, status) of every answer."""
-
-    def __init__(self, wsgi: Any) -> None:
-        self.wsgi = wsgi
-        self.seen: list[tuple[str, str, int]] = []
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        def recording(status: str, headers: Any, exc_info: Any = None) -> Any:
-            self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), int(status.split()[0])))
-            return start_response(status, headers, exc_info)
-
-        return self.wsgi(environ, recording)
 
 
 @dataclass

@@ -35,6 +35,8 @@ from portal.config import load_config
 from portal.memory import Place, Saved, Source
 from portal.web.app import create_app
 
+from ..status import StatusRecorder
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
@@ -50,19 +52,6 @@ CAT = "Has a cat called Miso"  # two of the demo memories the tests change
 TEA = "Likes green tea, not coffee"
 
 
-class StatusRecorder:
-    """WSGI middleware keeping (method, path, status) of every answer, so a 5xx fails the test."""
-
-    def __init__(self, wsgi: Any) -> None:
-        self.wsgi = wsgi
-        self.seen: list[tuple[str, str, int]] = []
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        def recording(status: str, headers: Any, exc_info: Any = None) -> Any:
-            self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), int(status.split()[0])))
-            return start_response(status, headers, exc_info)
-
-        return self.wsgi(environ, recording)
 
 
 @dataclass

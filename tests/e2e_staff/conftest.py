@@ -17,7 +17,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
@@ -30,6 +29,8 @@ from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
 from portal.memory import Saved, Source
 from portal.web.app import create_app
+
+from ..status import StatusRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -49,19 +50,6 @@ MEMORIES = (
 WORDS = ("bees", "allotment", "rooibos", "Lofoten")
 
 
-class StatusRecorder:
-    """WSGI middleware keeping (method, path, status) of every answer, so a 5xx fails the test."""
-
-    def __init__(self, wsgi: Any) -> None:
-        self.wsgi = wsgi
-        self.seen: list[tuple[str, str, int]] = []
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        def recording(status: str, headers: Any, exc_info: Any = None) -> Any:
-            self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), int(status.split()[0])))
-            return start_response(status, headers, exc_info)
-
-        return self.wsgi(environ, recording)
 
 
 @dataclass
