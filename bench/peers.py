@@ -125,7 +125,8 @@ def ours(url: str, texts: list[str], qs: list[str], add: bool) -> dict[str, Any]
     pre = MemoryService(store, embedder=PrecomputedEmbedder(dict(zip(qs, vectors, strict=True))),
                         options=Options(max_active=None))
     out["search_without_embedding"] = percentiles(time_calls(lambda i: pre.recall(place, qs[i % len(qs)], limit=5), len(qs)))
-    out["search_results_mean"] = sum(len(pre.recall(place, q, limit=5, mark=False)) for q in qs[:50]) / 50
+    sample = qs[:50]
+    out["search_results_mean"] = sum(len(pre.recall(place, q, limit=5, mark=False)) for q in sample) / len(sample)
     engine.dispose()
     return out
 

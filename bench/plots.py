@@ -60,8 +60,9 @@ def scale_flatness(data: dict[str, Any], plt: Any) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for key, label in (("recall_first_person", "first person"), ("recall_newest_person", "newest person"),
                        ("recall_words_only_first_person", "first person, words only")):
-        ax.plot(totals, [s[key]["p95_ms"] for s in steps], marker="o", label=f"{label} p95")
-        ax.plot(totals, [s[key]["p50_ms"] for s in steps], marker=".", linestyle="--", label=f"{label} p50")
+        line = ax.plot(totals, [s[key]["p95_ms"] for s in steps], marker="o", label=f"{label} p95")[0]
+        ax.plot(totals, [s[key]["p50_ms"] for s in steps], marker=".", linestyle="--", color=line.get_color(),
+                label=f"{label} p50")
     ax.set_xscale("log")
     ax.set_ylim(bottom=0)
     ax.set_xlabel("memories in the database (1,000 per person)")
