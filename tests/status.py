@@ -3,6 +3,9 @@ of every answer, so a fixture can fail the test that provoked a 5xx."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -17,3 +20,26 @@ class StatusRecorder:
             return start_response(status, headers, exc_info)
 
         return self.wsgi(environ, recording)
+
+
+@contextmanager
+def served(runtime: Any, name: str) -> Iterator[tuple[str, StatusRecorder]]:
+    """The real app for `runtime`, served by werkzeug on a free 127.0.0.1 port in a thread, with
+    every answer recorded; answers (base URL, recorder) and stops the server afterwards."""
+    from werkzeug.serving import BaseWSGIServer, make_server
+
+    from portal.web.app import create_app
+
+    # Every test signs in from 127.0.0.1: the sign-in throttle would stop the suite, not a guesser.
+    app = create_app(config={"LOGIN_RATE_LIMIT": "1000/minute"}, runtime=runtime)
+    recorder = StatusRecorder(app.wsgi_app)
+    app.wsgi_app = recorder  # type: ignore[method-assign]
+    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", recorder
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        server.server_close()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from typing import Any
 import pytest
 from argon2 import PasswordHasher
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, Playwright, ViewportSize, expect, sync_playwright
-from werkzeug.serving import BaseWSGIServer, make_server
 
 from portal.adapters.sql import accounts as accounts_module
 from portal.adapters.sql.engine import make_engine
@@ -33,9 +31,8 @@ from portal.bootstrap import Runtime, build_runtime
 from portal.cli import DEMO_LEARNT, DEMO_MEMORIES
 from portal.config import load_config
 from portal.memory import Place, Saved, Source
-from portal.web.app import create_app
 
-from ..status import StatusRecorder
+from ..status import StatusRecorder, served
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -97,19 +94,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory, cheap_password_hashes:
     engine = make_engine(config.database_url)
     upgrade(engine)
     runtime = build_runtime(config, engine=engine, llm=None)
-    # Every test signs in from 127.0.0.1: the sign-in throttle would stop the suite, not a guesser.
-    app = create_app(config={"LOGIN_RATE_LIMIT": "1000/minute"}, runtime=runtime)
-    recorder = StatusRecorder(app.wsgi_app)
-    app.wsgi_app = recorder  # type: ignore[method-assign]
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="e2e-server", daemon=True)
-    thread.start()
     try:
-        yield LiveServer(f"http://127.0.0.1:{server.server_port}", runtime, recorder)
+        with served(runtime, "e2e-server") as (url, recorder):
+            yield LiveServer(url, runtime, recorder)
     finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        server.server_close()
         runtime.dispose()
 
 

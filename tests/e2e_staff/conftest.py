@@ -13,14 +13,12 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
-from werkzeug.serving import BaseWSGIServer, make_server
 
 from portal.adapters.sql.accounts import User
 from portal.adapters.sql.engine import make_engine
@@ -28,9 +26,8 @@ from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
 from portal.memory import Saved, Source
-from portal.web.app import create_app
 
-from ..status import StatusRecorder
+from ..status import StatusRecorder, served
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -77,18 +74,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     engine = make_engine(config.database_url)
     upgrade(engine)
     runtime = build_runtime(config, engine=engine, embedder=None, llm=None)
-    app = create_app(config={"LOGIN_RATE_LIMIT": "1000/minute"}, runtime=runtime)
-    recorder = StatusRecorder(app.wsgi_app)
-    app.wsgi_app = recorder  # type: ignore[method-assign]
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="e2e-staff-server", daemon=True)
-    thread.start()
     try:
-        yield LiveServer(f"http://127.0.0.1:{server.server_port}", runtime, recorder)
+        with served(runtime, "e2e-staff-server") as (url, recorder):
+            yield LiveServer(url, runtime, recorder)
     finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        server.server_close()
         runtime.dispose()
 
 
