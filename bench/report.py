@@ -95,7 +95,8 @@ def scale(data: dict[str, Any]) -> str:
                    f"{_ms(r, 'p50_ms', 'p95_ms', 'p99_ms')} | {step['recall_newest_person']['p95_ms']:.2f} | "
                    f"{step['recall_words_only_first_person']['p95_ms']:.2f} |")
     out.append("")
-    out.append(f"Largest over smallest p95: {s['flatness']['largest_over_smallest']}. Server: {s.get('server')}")
+    server = ", ".join(f"{k} {v}" for k, v in (s.get("server") or {}).items())
+    out.append(f"p95 at the largest total over p95 at the smallest: {s['flatness']['largest_over_smallest']}. Server: {server}.")
     return "\n".join(out)
 
 

@@ -70,9 +70,11 @@ def place_matrix(tx: _SqlTx, model: str, dim: int, filters: Filters) -> tuple[li
 def mean_vector(tx: _SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray | None:
     where = [tx.here(), *tx.filtered(filters), M.embedding_model == model, M.embedding_dim == dim]
     if tx.store.postgres:
-        mean = func.avg(func.l2_normalize(M.embedding), type_=VectorType())
-        found = tx.conn.execute(select(mean).where(*where)).scalar()
-        return None if found is None else np.asarray(found, dtype=np.float32)
+        # sum / count: pgvector's avg() accumulates in double precision and took 2.5 of the 3.4 ms
+        # this costs for 1,000 vectors; sum() adds in single precision, as numpy does elsewhere.
+        total = func.sum(func.l2_normalize(M.embedding), type_=VectorType())
+        found, count = tx.conn.execute(select(total, func.count()).where(*where)).one()
+        return None if found is None or not count else (np.asarray(found, dtype=np.float32) / count).astype(np.float32)
     _, matrix, norms = place_matrix(tx, model, dim, filters)
     if not len(matrix):
         return None
