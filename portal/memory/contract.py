@@ -118,11 +118,8 @@ class StoreContract:
 
     @staticmethod
     def search_words(store: Store, tx: StoreTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
-        """The store's own word search, or, for a store that keeps text out of the database's reach
-        (a cipher), the in-process BM25 the service then uses over the store's decrypted listing."""
-        if store.searches_text:
-            return tx.search_words(query, limit, filters)
-        return bm25_top(query, [(m.id, m.text) for m in tx.list(filters)], limit)
+        """The store's word search (in process when the database cannot read the text)."""
+        return tx.search_words(query, limit, filters)
 
     # ------------------------------------------------------------------ checks
 
@@ -189,9 +186,8 @@ class StoreContract:
                 assert tx.count() == 0
                 assert tx.find_words(mine.words_key) is None
                 assert tx.nearest(self.embedding(1, 0), 5, Filters()) == []
-                if store.searches_text:
-                    assert tx.search_words("tea oat milk", 5, Filters()) == []
-                    assert tx.search_words("oat", 5, ALL) == []
+                assert tx.search_words("tea oat milk", 5, Filters()) == []
+                assert tx.search_words("oat", 5, ALL) == []
                 assert tx.history(mine.id) == []
                 assert tx.trim_candidates(5) == []
                 assert tx.is_tombstoned(gone) is False
@@ -332,6 +328,22 @@ class StoreContract:
             assert tx.trim_candidates(10) == [used_long_ago.id, unused.id, used_lately.id, middling.id]
 
     # ================================================================== searching
+
+    def test_embeddings_by_id_in_any_state_and_only_here(self, store: Store) -> None:
+        here = self.place(store)
+        active = self.memory(store, here, "active", embedding=self.embedding(1, 0))
+        shelved = self.memory(store, here, "archived", embedding=self.embedding(0, 1), state="archived")
+        bare = self.memory(store, here, "no vector")
+        elsewhere = self.memory(store, self.place(store, owner="someone-else"), "theirs", embedding=self.embedding(1, 1))
+        self.keep(store, here, active, shelved, bare)
+        self.keep(store, self.place(store, owner="someone-else"), elsewhere)
+        for opened in (store.read, store.write):
+            with opened(here) as tx:
+                found = tx.embeddings([shelved.id, active.id, bare.id, elsewhere.id, "missing", active.id])
+                assert set(found) == {active.id, shelved.id}
+                np.testing.assert_allclose(found[active.id].vector, self.embedding(1, 0).vector, atol=1e-6)
+                assert found[shelved.id].model == self.embedding(0, 1).model
+                assert tx.embeddings([]) == {}
 
     def test_nearest_compares_only_one_model_and_one_size(self, store: Store) -> None:
         here = self.place(store)
@@ -575,6 +587,22 @@ class StoreContract:
         assert got_active is not None and got_active.last_used_at == self.at(500)
         assert got_active.updated_at == active.updated_at and got_active.revision == 1
         assert got_shelved is not None and got_shelved.last_used_at is None
+
+    def test_store_mark_used_answers_the_marked_memories_in_order(self, store: Store) -> None:
+        here, there, _ = self.places3(store)
+        first, second = self.add(store, here, "alpha", "beta")
+        (shelved,) = self.add(store, here, "gamma", state="archived")
+        (theirs,) = self.add(store, there, "delta")
+        asked = [second.id, shelved.id, theirs.id, self.new_id(), first.id, second.id, 42, "bad\x00id"]
+        marked = store.mark_used(here, asked, self.at(700))  # type: ignore[arg-type]
+        assert [m.id for m in marked] == [second.id, first.id]
+        assert all(m.last_used_at == self.at(700) and m.text in ("alpha", "beta") for m in marked)
+        with store.read(here) as tx:
+            assert tx.get(shelved.id).last_used_at is None  # type: ignore[union-attr]
+            assert tx.get(first.id).last_used_at == self.at(700)  # type: ignore[union-attr]
+        with store.read(there) as tx:
+            assert tx.get(theirs.id).last_used_at is None  # type: ignore[union-attr]
+        assert store.mark_used(here, [], self.at(701)) == []
 
     def test_mark_seen_counts_only_unseen(self, store: Store) -> None:
         here = self.place(store)

@@ -175,6 +175,10 @@ class _Tx:
                 docs.append(found)
         return docs
 
+    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+        found = ((i, self._data.memories.get(i)) for i in ids if isinstance(i, str))
+        return {i: m.embedding for i, m in found if m is not None and m.embedding is not None}
+
     def history(self, memory_id: str) -> builtins.list[Revision]:
         return list(reversed(self._data.revisions.get(memory_id, [])))
 
@@ -326,6 +330,13 @@ class InMemoryStore:
     @contextmanager
     def read(self, place: Place) -> Iterator[StoreTx]:
         yield _Tx(self, place, self._places.get(place, _PlaceData()), writable=False)
+
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+        with self.write(place) as tx:
+            tx.mark_used(ids, at)
+            marked = [m for m in tx.get_many(list(dict.fromkeys(ids))) if m.state == "active"]
+            tx.commit()
+        return marked
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
         memories = revisions = settings = refs = receipts = tombstones = 0

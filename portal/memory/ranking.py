@@ -122,31 +122,51 @@ def words_top(query: str, docs: Sequence[Bag], limit: int) -> list[tuple[str, fl
 
 class WordIndex:
     """A set of docs made ready for many word rankings: the same answers as `words_top` over the
-    same docs, without looking at every doc for each query (a term's postings name the docs that
-    can score). For a store that ranks one place's memories again and again between writes."""
+    same docs, computed from each term's postings (which docs hold it, how often) as arrays, so a
+    query costs what its terms' postings hold rather than a look at every doc. For a store that
+    ranks one place's memories again and again between writes."""
 
-    __slots__ = ("_docs", "_ordered", "_postings", "_average", "_tokenised")
+    __slots__ = ("_ids", "_docs", "_postings", "_norm", "_count", "_tokenised")
 
     def __init__(self, docs: Sequence[Bag]) -> None:
-        self._docs = list(docs)
-        self._average = sum(length for _, _, length in self._docs) / len(self._docs) if self._docs else 0.0
-        # In id order, as `words_top` ranks its candidates.
-        self._ordered = sorted(self._docs, key=lambda d: d[0])
-        postings: dict[str, list[int]] = {}
-        for i, (_, counts, _) in enumerate(self._ordered):
-            for term in counts:
-                postings.setdefault(term, []).append(i)
-        self._postings = postings
+        # In id order, as `words_top` ranks its candidates: equal scores fall the same way.
+        ordered = sorted(docs, key=lambda d: d[0])
+        self._ids = [doc_id for doc_id, _, _ in ordered]
+        self._count = len(ordered)
+        lengths = np.fromiter((length for _, _, length in ordered), dtype=np.float64, count=len(ordered))
+        average = float(lengths.mean()) if len(ordered) else 0.0
+        self._norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths / (average or 1.0))
+        grouped: dict[str, tuple[list[int], list[int]]] = {}
+        for i, (_, counts, _) in enumerate(ordered):
+            for term, tf in counts.items():
+                where, how_often = grouped.setdefault(term, ([], []))
+                where.append(i)
+                how_often.append(tf)
+        self._postings = {
+            term: (np.array(where, dtype=np.intp), np.array(how_often, dtype=np.float64))
+            for term, (where, how_often) in grouped.items()
+        }
+        self._docs = list(docs)  # the fragment match keeps the given order, as `words_top` does
         self._tokenised: list[tuple[str, list[str]]] | None = None
 
     def top(self, query: str, limit: int) -> list[tuple[str, float]]:
         wanted = query_terms(query)
-        if not wanted or not self._docs or limit <= 0:
+        if not wanted or not self._count or limit <= 0:
             return []
-        found = sorted({i for t in wanted for i in self._postings.get(t, ())})
-        ranked = bm25_rank(wanted, [self._ordered[i] for i in found], len(self._docs), self._average, limit)
-        if ranked:
-            return ranked
+        scores: np.ndarray | None = None
+        for term in dict.fromkeys(wanted):
+            found = self._postings.get(term)
+            if found is None:
+                continue
+            where, tf = found
+            idf = math.log((self._count - len(where) + 0.5) / (len(where) + 0.5) + 1.0)
+            if scores is None:
+                scores = np.zeros(self._count, dtype=np.float64)
+            scores[where] += idf * tf * (BM25_K1 + 1) / (tf + self._norm[where])
+        if scores is not None:
+            candidates = np.flatnonzero(scores > 0)
+            best = candidates[np.argsort(-scores[candidates], kind="stable")[:limit]]
+            return [(self._ids[i], float(scores[i])) for i in best]
         if self._tokenised is None:
             self._tokenised = [(doc_id, list(counts)) for doc_id, counts, _ in self._docs]
         return fragment_top(wanted, self._tokenised, limit)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .ranking import bm25_top, fuse, fuse_scores
+from .ranking import fuse, fuse_scores
 from .store import Cursor, Filters
 from .types import Embedding, Hit, InvalidArgument, Memory, NotFound, Page, Place, Portrait, Revision, as_place, iso
 
@@ -105,10 +105,7 @@ class Reading:
     def mark_used(self, place: Place, ids: Sequence[str]) -> int:
         """Mark active memories as used (protects them from the cap, orders the portrait).
         Unknown, archived or other people's ids are skipped; answers how many were marked."""
-        with self.store.write(as_place(place)) as tx:
-            marked = tx.mark_used(_ids(ids), self.clock())
-            tx.commit()
-        return marked
+        return len(self.store.mark_used(as_place(place), _ids(ids), self.clock()))
 
     def recall(
         self,
@@ -143,19 +140,16 @@ class Reading:
         depth = max(50, limit * 5)
         threshold = self.options.min_similarity if min_similarity is None else min_similarity
         query_vector = self._embed(place, query, "query")
+        by_id: dict[str, Memory] = {}
         with self.store.read(place) as tx:
-            if self.store.searches_text:
-                lexical = tx.search_words(query, depth, filters)
-            else:
-                lexical = bm25_top(query, [(m.id, m.text) for m in tx.list(filters)], depth)
+            lexical = tx.search_words(query, depth, filters)
             if query_vector is None:
-                found = tx.get_many([i for i, _ in lexical])
-                by_id = {m.id: m for m in found}
-                ranked = sorted(
-                    ((by_id[i], s) for i, s in lexical if i in by_id),
-                    key=lambda pair: (-pair[1], -pair[0].last_useful_at.timestamp()),
-                )[:limit]
-                hits = [Hit(m, s, "lexical") for m, s in ranked]
+                by_id = {m.id: m for m in tx.get_many([i for i, _ in lexical])}
+                ordered = sorted(
+                    ((i, s) for i, s in lexical if i in by_id),
+                    key=lambda pair: (-pair[1], -by_id[pair[0]].last_useful_at.timestamp()),
+                )
+                ranked = [(i, s, "lexical") for i, s in ordered[:limit]]
             else:
                 meaning = _Meaning(tx, query_vector, filters, self.options.meaning_centering)
                 semantic = meaning.ranking(meaning.query, depth, threshold)
@@ -164,21 +158,19 @@ class Reading:
                 if feedback and self.options.feedback_weight and fused:
                     # Pseudo-relevance feedback (Rocchio): move the query's vector toward the
                     # memories ranked first, then rank by meaning again; words stay as they were.
-                    leaders = tx.get_many([i for i, _, _ in fused[:feedback]])
-                    moved = meaning.toward([m.embedding for m in leaders], self.options.feedback_weight)
+                    leaders = tx.embeddings([i for i, _, _ in fused[:feedback]])
+                    moved = meaning.toward(list(leaders.values()), self.options.feedback_weight)
                     if moved is not None:
                         semantic = meaning.ranking(moved, depth, threshold)
                         fused = self._fuse(semantic, lexical, limit)
-                by_id = {m.id: m for m in tx.get_many([i for i, _, _ in fused])}
-                hits = [
-                    Hit(by_id[i], score, "hybrid" if len(found_by) == 2 else next(iter(found_by)))
-                    for i, score, found_by in fused if i in by_id
-                ]
-        if hits and mark:
-            now = self.clock()
-            self.mark_used(place, [h.memory.id for h in hits])
-            for h in hits:
-                h.memory.last_used_at = now
+                ranked = [(i, score, "hybrid" if len(how) == 2 else next(iter(how))) for i, score, how in fused]
+                if not mark:
+                    by_id = {m.id: m for m in tx.get_many([i for i, _, _ in ranked])}
+        if mark and ranked:
+            # Marking them used reads them back in the same statement (UPDATE ... RETURNING on the
+            # SQL stores); one archived or forgotten since the ranking drops out.
+            by_id = {m.id: m for m in self.store.mark_used(place, [i for i, _, _ in ranked], self.clock())}
+        hits = [Hit(by_id[i], score, how) for i, score, how in ranked if i in by_id]
         return hits
 
     def _fuse(
@@ -273,7 +265,7 @@ class _Meaning:
             return ranked
         if shifted is self.query:  # the scores are the plain cosine already
             return [(i, s) for i, s in ranked if s >= floor]
-        vectors = {m.id: m.embedding for m in self.tx.get_many([i for i, _ in ranked])}
+        vectors = self.tx.embeddings([i for i, _ in ranked])
         return [
             (i, s) for i, s in ranked
             if (e := vectors.get(i)) is not None and float(_unit(e.vector) @ self.query) >= floor

@@ -31,6 +31,23 @@ class TestPostgresStore(StoreContract):
         return SqlStore(pg_engine)
 
 
+class TestSqliteStoreWithoutCache(StoreContract):
+    """Every ranking read from the database itself, as with `cache_bytes=0`."""
+
+    @pytest.fixture
+    def store(self, sqlite_engine: Engine) -> SqlStore:
+        return SqlStore(sqlite_engine, cache_bytes=0)
+
+
+@pytest.mark.postgres
+class TestPostgresStoreWithoutCache(StoreContract):
+    vector_dimensions = 8
+
+    @pytest.fixture
+    def store(self, pg_engine: Engine) -> SqlStore:
+        return SqlStore(pg_engine, cache_bytes=0)
+
+
 class PrefixCipher:
     """Reversible and readable by tests only: base64 behind a marker, so plaintext cannot hide."""
 

@@ -2,13 +2,18 @@
 
 Every statement carries the place (`owner_id`, `scope`) in its WHERE clause; nothing a person
 writes is ever part of the SQL text. With a cipher, text is encrypted before it reaches the
-database, which then cannot search it (`searches_text` is False and the service ranks in process).
+database, which then cannot search it (`searches_text` is False and words are ranked in process).
+
+Recall reads a place's ranking data from a per-process `RecallCache` while the place's token
+(`memory_places`) is the one it was read at; every write that changes what recall ranks replaces
+the token in the same transaction (see `_SqlTx.commit`).
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -16,12 +21,31 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import and_, bindparam, delete, exists, func, insert, literal, or_, select, tuple_, update
+from sqlalchemy import (
+    LargeBinary,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    text,
+    tuple_,
+    type_coerce,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
+from portal.memory.ranking import bag, words_top
+from portal.memory.recall_index import Entry, PlaceIndex, RecallCache
 from portal.memory.store import Cursor, Filters, NeedsVector, Settings
-from portal.memory.text import search_text
+from portal.memory.text import search_text, terms
 from portal.memory.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision, Source
 
 from .engine import is_postgres, lock_place
@@ -31,6 +55,7 @@ from .tables import (
     consolidation_refs,
     idempotency_receipts,
     memories,
+    memory_places,
     memory_revisions,
     memory_settings,
     memory_tombstones,
@@ -47,15 +72,30 @@ class TextCipher(Protocol):
     def decrypt(self, token: str) -> str: ...
 
 
-class SqlStore:
-    """Store for SQLite and PostgreSQL. Schema comes from the Alembic migrations."""
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+DEFAULT_CACHE_IDLE = 300.0
 
-    def __init__(self, engine: Engine, cipher: TextCipher | None = None) -> None:
+
+class SqlStore:
+    """Store for SQLite and PostgreSQL. Schema comes from the Alembic migrations.
+
+    `cache_bytes` bounds this process's recall cache (0: none, every recall reads the place's
+    memories from the database); `cache_idle` is how long, in seconds, a place's ranking data may
+    stay in it unused."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        cipher: TextCipher | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_idle: float = DEFAULT_CACHE_IDLE,
+    ) -> None:
         self.engine = engine
         self.cipher = cipher
         self.searches_text = cipher is None
         self.words_secret = cipher.digest_key if cipher is not None else None
         self.postgres = is_postgres(engine)
+        self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
         # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
         self._sqlite_writer = threading.Lock()
 
@@ -85,7 +125,30 @@ class SqlStore:
             if trans.is_active:
                 trans.rollback()
 
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+        """One UPDATE ... RETURNING. On PostgreSQL without the place's advisory lock and without
+        waiting for the commit to reach the disk (`synchronous_commit` off for this transaction
+        only): after a crash the use times of the last moments may be older, which nothing
+        depends on. SQLite has one writer at a time: there it queues like any write."""
+        if not self.postgres:
+            with self.write(place) as tx:
+                marked = tx.mark_used_returning(ids, at)
+                tx.commit()
+            return marked
+        with self.engine.connect() as conn:
+            trans = conn.begin()
+            try:
+                conn.execute(_ASYNC_COMMIT)
+                marked = _SqlTx(self, conn, trans, place, writable=True).mark_used_returning(ids, at)
+                trans.commit()
+            finally:
+                if trans.is_active:
+                    trans.rollback()
+        return marked
+
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
+        if self.recall_cache is not None:
+            self.recall_cache.drop_owner(owner_id)
         counts: dict[str, int] = {}
         with self.engine.connect() as conn, conn.begin():
             if self.postgres:
@@ -98,6 +161,9 @@ class SqlStore:
                 if scopes is not None:
                     where = where & table.c.scope.in_(list(scopes))
                 counts[table.name] = conn.execute(delete(table).where(where)).rowcount
+        if self.recall_cache is not None:
+            # Again, after the commit: a recall running alongside may have cached the place anew.
+            self.recall_cache.drop_owner(owner_id)
         return PurgeCounts(
             memories=counts["memories"], revisions=counts["memory_revisions"], settings=counts["memory_settings"],
             refs=counts["consolidation_refs"], receipts=counts["idempotency_receipts"],
@@ -123,6 +189,7 @@ class SqlStore:
                 .where(tx.here(), M.id == memory_id, M.revision == revision, M.updated_at == updated_at)
                 .values(embedding_model=embedding.model, embedding_dim=embedding.dim, embedding=embedding.vector)
             ).rowcount
+            tx.changed = bool(done)
             tx.commit()
         return bool(done)
 
@@ -198,9 +265,61 @@ class _SqlTx:
         # Vector matrices read in this transaction (SQLite), kept for its later rankings; only in a
         # read transaction, whose snapshot cannot change under it.
         self.matrices: dict[Any, Any] | None = None if writable else {}
+        self.writable = writable
+        # Whether this transaction changed what recall ranks; its commit then replaces the token.
+        self.changed = False
+        self._index: PlaceIndex | None | bool = False  # False: not looked up yet
+        # The place as the bound parameters of the statements built once below.
+        self.bound = {"place_owner": place.owner_id, "place_scope": place.scope}
 
     def commit(self) -> None:
+        if self.changed:
+            self._replace_token()
         self._trans.commit()
+
+    def _replace_token(self) -> None:
+        statement = _NEW_TOKEN_PG if self.store.postgres else _NEW_TOKEN_SQLITE
+        self.conn.execute(statement, {**self.bound, "token": secrets.token_hex(16)})
+
+    def place_index(self, filters: Filters) -> PlaceIndex | None:
+        """The place's ranking data from the recall cache, read afresh when its token changed; None
+        in a write transaction, without a cache, or for filters the index cannot answer.
+
+        The token is read before the memories: in a read transaction both come from one snapshot
+        (REPEATABLE READ on PostgreSQL), and were they not, the memories would be at least as new
+        as the token they are kept under, never older."""
+        cache = self.store.recall_cache
+        if cache is None or self.writable or not PlaceIndex.serves(filters):
+            return None
+        if self._index is False:
+            token = self.conn.execute(_TOKEN, self.bound).scalar_one_or_none()
+            if token is None:  # nothing written here yet (or erased): nothing to keep
+                cache.forget(self.place)
+                self._index = None
+            else:
+                index = cache.get(self.place, token)
+                if index is None:
+                    index = PlaceIndex(token, self._entries())
+                    cache.put(self.place, index)
+                self._index = index
+        return self._index if isinstance(self._index, PlaceIndex) else None
+
+    def _entries(self) -> builtins.list[Entry]:
+        words = M.search_text if self.store.searches_text else M.text
+        sqlite = not self.store.postgres
+        vector = type_coerce(M.embedding, LargeBinary) if sqlite else M.embedding
+        rows = self.conn.execute(
+            select(M.id, M.kind, M.created_at, words, M.embedding_model, M.embedding_dim, vector)
+            .where(self.here(), M.state == "active")
+        ).all()
+        entries = []
+        for memory_id, kind, created_at, stored, model, _dim, raw in rows:
+            found = None
+            if raw is not None and model:
+                found = Embedding(model, np.frombuffer(raw, dtype=np.float32) if sqlite else np.asarray(raw, np.float32))
+            toks = (stored or "").split() if self.store.searches_text else terms(self.store.decrypt(stored))
+            entries.append(Entry(memory_id, kind, created_at, toks, found))
+        return entries
 
     def here(self, table: Any = memories) -> ColumnElement[bool]:
         return and_(table.c.owner_id == self.place.owner_id, table.c.scope == self.place.scope)
@@ -210,14 +329,14 @@ class _SqlTx:
     def get(self, memory_id: str) -> Memory | None:
         if not _could_be_id(memory_id):
             return None
-        row = self.conn.execute(select(memories).where(self.here(), M.id == memory_id)).mappings().first()
+        row = self.conn.execute(_GET, {**self.bound, "memory_id": memory_id}).mappings().first()
         return self._memory(row) if row else None
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
         wanted = [i for i in ids if _could_be_id(i)]
         if not wanted:
             return []
-        rows = self.conn.execute(select(memories).where(self.here(), M.id.in_(wanted))).mappings().all()
+        rows = self.conn.execute(_GET_MANY, {**self.bound, "ids": wanted}).mappings().all()
         by_id = {r["id"]: self._memory(r) for r in rows}
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
 
@@ -236,19 +355,37 @@ class _SqlTx:
         return int(self.conn.execute(select(func.count()).where(self.here(), M.state == state)).scalar_one())
 
     def find_words(self, words_key: str) -> Memory | None:
-        row = self.conn.execute(
-            select(memories).where(self.here(), M.state == "active", M.words_key == words_key).limit(1)
-        ).mappings().first()
+        row = self.conn.execute(_FIND_WORDS, {**self.bound, "words_key": words_key}).mappings().first()
         return self._memory(row) if row else None
 
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        return nearest_rows(self, query, limit, filters)
+        index = self.place_index(filters)
+        return index.nearest(query, limit, filters) if index else nearest_rows(self, query, limit, filters)
 
     def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
-        return mean_vector(self, model, dim, filters)
+        index = self.place_index(filters)
+        return index.mean_vector(model, dim, filters) if index else mean_vector(self, model, dim, filters)
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        index = self.place_index(filters)
+        if index:
+            return index.search_words(query, limit, filters)
+        if not self.store.searches_text:  # the database holds ciphertext: rank the decrypted text here
+            return words_top(query, [bag(m.id, terms(m.text)) for m in self.list(filters)], limit)
         return words_ranking(self, query, limit, filters)
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+        wanted = [i for i in dict.fromkeys(ids) if _could_be_id(i)]
+        index = self.place_index(Filters())
+        found: dict[str, Embedding] = {}
+        if index:
+            found, wanted = index.embeddings(wanted)
+        if wanted:
+            rows = self.conn.execute(
+                select(M.id, M.embedding_model, M.embedding).where(self.here(), M.id.in_(wanted), M.embedding.is_not(None))
+            ).all()
+            found.update((r.id, Embedding(r.embedding_model, r.embedding)) for r in rows if r.embedding_model)
+        return found
 
     def history(self, memory_id: str) -> builtins.list[Revision]:
         rows = self.conn.execute(
@@ -289,6 +426,7 @@ class _SqlTx:
         if self.is_tombstoned(memory.id):
             raise ValueError("id already used")
         # The count rides on the INSERT itself: under the cap's threshold the cap costs no query.
+        self.changed = True
         before = self.conn.execute(
             _INSERT_COUNTING, {**self._row(memory), "place_owner": self.place.owner_id, "place_scope": self.place.scope}
         ).scalar_one()
@@ -302,6 +440,7 @@ class _SqlTx:
         done = self.conn.execute(
             update(memories).where(self.here(), M.id == memory.id, M.revision == expected_revision).values(**row)
         ).rowcount
+        self.changed = self.changed or bool(done)
         return bool(done)
 
     def push_revision(self, revision: Revision) -> None:
@@ -338,19 +477,23 @@ class _SqlTx:
             delete(memory_revisions).where(self.here(memory_revisions), R.memory_id.in_(wanted))
         ).rowcount
         removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
+        self.changed = self.changed or bool(removed)
         return removed, revisions
 
     def remove_all(self) -> tuple[int, int]:
         revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
         removed = self.conn.execute(delete(memories).where(self.here())).rowcount
+        self.changed = self.changed or bool(removed)
         return removed, revisions
 
     def set_state(self, ids: Sequence[str], state: str) -> int:
         if not ids:
             return 0
-        return self.conn.execute(
+        done = self.conn.execute(
             update(memories).where(self.here(), M.id.in_(list(ids)), M.state != state).values(state=state)
         ).rowcount
+        self.changed = self.changed or bool(done)
+        return done
 
     def mark_used(self, ids: Sequence[str], at: datetime) -> int:
         wanted = list({i for i in ids if _could_be_id(i)})
@@ -359,6 +502,14 @@ class _SqlTx:
         return self.conn.execute(
             update(memories).where(self.here(), M.id.in_(wanted), M.state == "active").values(last_used_at=at)
         ).rowcount
+
+    def mark_used_returning(self, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+        wanted = list(dict.fromkeys(i for i in ids if _could_be_id(i)))
+        if not wanted:
+            return []
+        rows = self.conn.execute(_MARK_USED, {**self.bound, "ids": wanted, "used_at": at}).mappings().all()
+        by_id = {r["id"]: self._memory(r) for r in rows}
+        return [by_id[i] for i in wanted if i in by_id]
 
     def mark_seen(self, ids: Sequence[str]) -> int:
         wanted = list({i for i in ids if _could_be_id(i)})
@@ -380,13 +531,11 @@ class _SqlTx:
                 )
 
     def is_tombstoned(self, memory_id: str) -> bool:
-        found = self.conn.execute(
-            select(literal(1)).where(self.here(memory_tombstones), memory_tombstones.c.memory_id == memory_id)
-        ).first()
+        found = self.conn.execute(_TOMBSTONED, {**self.bound, "memory_id": memory_id}).first()
         return found is not None
 
     def settings(self) -> Settings:
-        paused = self.conn.execute(select(memory_settings.c.paused).where(self.here(memory_settings))).scalar()
+        paused = self.conn.execute(_PAUSED, self.bound).scalar()
         return Settings(paused=bool(paused))
 
     def set_settings(self, settings: Settings) -> None:
@@ -509,6 +658,38 @@ class _SqlTx:
             embedding=Embedding(r["embedding_model"], np.asarray(vector, np.float32)) if vector is not None else None,
         )
 
+
+def _here(table: Any) -> ColumnElement[bool]:
+    return and_(table.c.owner_id == bindparam("place_owner"), table.c.scope == bindparam("place_scope"))
+
+
+def _new_token(upsert: Any) -> Any:
+    statement = upsert(memory_places).values(
+        owner_id=bindparam("place_owner"), scope=bindparam("place_scope"), token=bindparam("token")
+    )
+    return statement.on_conflict_do_update(index_elements=["owner_id", "scope"], set_={"token": statement.excluded.token})
+
+
+# Statements run on every remember or recall, built once (building one costs more than running it
+# on SQLite); the place and values come as bound parameters.
+_GET = select(memories).where(_here(memories), M.id == bindparam("memory_id"))
+_GET_MANY = select(memories).where(_here(memories), M.id.in_(bindparam("ids", expanding=True)))
+_FIND_WORDS = select(memories).where(_here(memories), M.state == "active", M.words_key == bindparam("words_key")).limit(1)
+_TOMBSTONED = select(literal(1)).where(
+    _here(memory_tombstones), memory_tombstones.c.memory_id == bindparam("memory_id")
+)
+_PAUSED = select(memory_settings.c.paused).where(_here(memory_settings))
+_NEW_TOKEN_PG = _new_token(pg_insert)
+_NEW_TOKEN_SQLITE = _new_token(sqlite_insert)
+
+_ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
+_TOKEN = select(memory_places.c.token).where(_here(memory_places))
+_MARK_USED = (
+    update(memories)
+    .where(_here(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active")
+    .values(last_used_at=bindparam("used_at"))
+    .returning(*memories.c)
+)
 
 # Built once: a statement made per call with .values(...) costs more to build than to run on SQLite.
 _INSERT_COUNTING = insert(memories).returning(

@@ -188,7 +188,24 @@ memory_tombstones = Table(
     Column("forgotten_at", UTCDateTime, nullable=False),
 )
 
-OWNER_TABLES = (memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones)
+# One row per place holding memories: a random token replaced by every write that changes what
+# recall ranks (which memories are active, their text, kind, time or vector). A process keeps a
+# place's ranking data between recalls while the token stays the same (see
+# `portal.adapters.sql.recall_cache`); random rather than counted, so a place erased and written
+# again never comes back to a token some process still holds. A migration that rewrites memories
+# (their search_text, say) must replace every token.
+memory_places = Table(
+    "memory_places",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("token", String(32), nullable=False),
+)
+
+OWNER_TABLES = (
+    memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones,
+    memory_places,
+)
 
 # API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,
 # so a fast hash suffices); the plaintext is shown once, when the key is made.

@@ -1,0 +1,283 @@
+"""The recall cache of the SQL store: a process keeps a place's ranking data between recalls and
+never answers from data a write (in this process or another) has made stale.
+
+"Another process" is a second `SqlStore` on the same database, with its own engine and cache, as
+two gunicorn workers have. Every check runs on a SQLite file and on PostgreSQL+pgvector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import event, select
+from sqlalchemy.engine import Engine
+
+from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.store import SqlStore
+from portal.adapters.sql.tables import memory_places
+from portal.memory import Filters, MemoryService, Options, Place, Saved
+from portal.memory.recall_index import Entry, PlaceIndex, RecallCache
+from portal.memory.types import Embedding
+
+from ..fakes.embedders import HashEmbedder
+
+HERE = Place("ada", "default")
+ELSEWHERE = Place("ada", "work")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest) -> Engine:
+    return request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine")
+
+
+@pytest.fixture
+def second_engine(engine: Engine) -> Iterator[Engine]:
+    """Another engine (another pool) on the same database: the other worker's."""
+    other = make_engine(engine.url)
+    yield other
+    other.dispose()
+
+
+def service(engine: Engine, **options: object) -> MemoryService:
+    return MemoryService(SqlStore(engine), embedder=HashEmbedder(), options=Options(**options))  # type: ignore[arg-type]
+
+
+def words_only(engine: Engine) -> MemoryService:
+    """A reader ranking by words alone, so that each check names exactly the memories expected."""
+    return MemoryService(SqlStore(engine))
+
+
+def closest(svc: MemoryService, place: Place, query: str) -> list[tuple[str, float]]:
+    """The meaning ranking as the cache (or the database) holds it, with the fake embedder's vector."""
+    probe = HashEmbedder()
+    with svc.store.read(place) as tx:
+        return tx.nearest(Embedding(probe.model_id, probe.vector(query)), 10, Filters())
+
+
+def texts(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.memory.text for h in hits]
+
+
+def saved(result: object) -> str:
+    assert isinstance(result, Saved), result
+    return result.memory.id
+
+
+def cache_of(svc: MemoryService) -> RecallCache:
+    cache = svc.store.recall_cache  # type: ignore[attr-defined]
+    assert cache is not None
+    return cache
+
+
+def test_a_recall_reads_the_place_once_then_only_its_token(engine: Engine) -> None:
+    worker = service(engine)
+    for text in ("Plays chess on Sundays", "Likes green tea", "Lives in Ghent"):
+        saved(worker.remember(HERE, text))
+    statements: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+
+    assert texts(worker.recall(HERE, "chess", limit=1, mark=False)) == ["Plays chess on Sundays"]
+    cold = list(statements)
+    statements.clear()
+    assert texts(worker.recall(HERE, "green tea", limit=1, mark=False)) == ["Likes green tea"]
+
+    assert len(cold) > len(statements)
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    # the token, then the hits themselves: nothing else is read for a recall on a warm cache
+    assert len(reads) == 2, statements
+    assert "memory_places" in reads[0]
+    assert cache_of(worker).hits >= 1 and len(cache_of(worker)) == 1
+
+
+def test_every_kind_of_write_by_another_worker_is_seen_at_the_next_recall(engine: Engine, second_engine: Engine) -> None:
+    reader, writer = words_only(engine), service(second_engine)
+    tea = saved(writer.remember(HERE, "Likes green tea"))
+    saved(writer.remember(HERE, "Plays chess on Sundays"))
+    assert texts(reader.recall(HERE, "tea", mark=False)) == ["Likes green tea"]
+    assert closest(reader, HERE, "green tea")[0] == (tea, pytest.approx(2 / 6**0.5, abs=1e-5))
+
+    saved(writer.remember(HERE, "Drinks rooibos tea at night"))
+    assert set(texts(reader.recall(HERE, "tea", mark=False))) == {"Likes green tea", "Drinks rooibos tea at night"}
+
+    edited = writer.update(HERE, tea, text="Likes black coffee")
+    assert isinstance(edited, Saved)
+    assert texts(reader.recall(HERE, "tea", mark=False)) == ["Drinks rooibos tea at night"]
+    assert texts(reader.recall(HERE, "coffee", mark=False)) == ["Likes black coffee"]
+    assert closest(reader, HERE, "black coffee")[0] == (tea, pytest.approx(2 / 6**0.5, abs=1e-5))
+
+    writer.undo(HERE, tea)
+    assert "Likes green tea" in texts(reader.recall(HERE, "tea", mark=False))
+    assert reader.recall(HERE, "coffee", mark=False) == []
+
+    writer.forget(HERE, tea)
+    assert texts(reader.recall(HERE, "tea", mark=False)) == ["Drinks rooibos tea at night"]
+
+    writer.forget_all(HERE)
+    assert reader.recall(HERE, "tea", mark=False) == []
+    assert reader.recall(HERE, "chess", mark=False) == []
+    assert closest(reader, HERE, "chess") == []
+
+
+def test_the_cap_archiving_memories_is_seen_by_another_worker(engine: Engine, second_engine: Engine) -> None:
+    reader = words_only(engine)
+    writer = service(second_engine, max_active=2)
+    saved(writer.remember(HERE, "Old note about tea"))
+    saved(writer.remember(HERE, "Plays chess"))
+    assert texts(reader.recall(HERE, "tea", mark=False)) == ["Old note about tea"]
+    saved(writer.remember(HERE, "Likes opera"))  # the cap archives the least useful: the tea note
+    with writer.store.read(HERE) as tx:
+        archived = [m.text for m in tx.list(Filters(state="archived"))]
+    assert archived == ["Old note about tea"]
+    assert reader.recall(HERE, "tea", mark=False) == []
+
+
+def test_a_new_vector_from_reindex_is_seen_by_another_worker(engine: Engine, second_engine: Engine) -> None:
+    words_only = MemoryService(SqlStore(second_engine))
+    reader = service(engine)
+    saved(words_only.remember(HERE, "Has a dog called Rex"))
+    with reader.store.read(HERE) as tx:
+        assert tx.nearest(Embedding("fake-hash-64", HashEmbedder().vector("dog")), 5, Filters()) == []
+    assert service(second_engine).reindex() == 1
+    with reader.store.read(HERE) as tx:
+        assert len(tx.nearest(Embedding("fake-hash-64", HashEmbedder().vector("dog")), 5, Filters())) == 1
+
+
+def test_erasure_drops_the_cached_place_here_at_once_and_elsewhere_at_next_use(
+    engine: Engine, second_engine: Engine
+) -> None:
+    here, there = service(engine), service(second_engine)
+    saved(here.remember(HERE, "Likes green tea"))
+    saved(here.remember(ELSEWHERE, "Works on the tea project"))
+    for worker in (here, there):
+        assert worker.recall(HERE, "tea", mark=False) and worker.recall(ELSEWHERE, "tea", mark=False)
+        assert len(cache_of(worker)) == 2
+
+    here.purge_owner("ada")
+    assert len(cache_of(here)) == 0  # the erasing worker keeps nothing of ada
+    assert len(cache_of(there)) == 2  # the other still holds both places, unusable: their tokens are gone
+    assert there.recall(HERE, "tea", mark=False) == []
+    assert there.recall(ELSEWHERE, "tea", mark=False) == []
+    assert len(cache_of(there)) == 0
+    with engine.connect() as conn:
+        assert conn.execute(select(memory_places)).all() == []
+
+
+def test_a_place_written_again_after_erasure_is_never_served_from_before(engine: Engine, second_engine: Engine) -> None:
+    reader, writer = words_only(engine), service(second_engine)
+    saved(writer.remember(HERE, "Likes green tea"))
+    assert texts(reader.recall(HERE, "tea", mark=False)) == ["Likes green tea"]
+    writer.purge_owner("ada")
+    saved(writer.remember(HERE, "Drinks tea with lemon"))
+    assert texts(reader.recall(HERE, "tea", mark=False)) == ["Drinks tea with lemon"]
+
+
+def test_the_cache_answers_as_the_database_does(engine: Engine) -> None:
+    """The same rankings with the cache and without it, for recall's filters (kinds, time)."""
+    cached, uncached = SqlStore(engine), SqlStore(engine, cache_bytes=0)
+    svc = MemoryService(cached, embedder=HashEmbedder())
+    kinds = ["fact", "preference", "goal"]
+    words = ["tea", "chess", "Ghent", "coffee", "opera", "dog", "running", "Spanish", "Seville", "jazz"]
+    rng = np.random.default_rng(7)
+    made = []
+    for i in range(60):
+        text = " ".join(rng.choice(words, size=int(rng.integers(2, 6)))) + f" note {i}"
+        result = svc.remember(HERE, text, kind=kinds[i % 3])
+        if isinstance(result, Saved):
+            made.append(result.memory)
+    middle = sorted(m.created_at for m in made)[len(made) // 2]
+    cases = [
+        Filters(), Filters(kinds=("goal",)), Filters(kinds=("fact", "preference")),
+        Filters(created_after=middle), Filters(created_before=middle, kinds=("fact",)),
+    ]
+    probe = HashEmbedder()
+    for filters in cases:
+        for query in ("tea chess", "Seville opera", "jaz", "note 7"):
+            with cached.read(HERE) as a, uncached.read(HERE) as b:
+                assert a.place_index(filters) is not None  # type: ignore[attr-defined]
+                got_words, want_words = a.search_words(query, 10, filters), b.search_words(query, 10, filters)
+                assert [i for i, _ in got_words] == [i for i, _ in want_words]
+                assert [s for _, s in got_words] == pytest.approx([s for _, s in want_words])
+                vector = Embedding(probe.model_id, probe.vector(query))
+                got, want = a.nearest(vector, 10, filters), b.nearest(vector, 10, filters)
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+                mean_a = a.mean_vector(probe.model_id, probe.dim, filters)
+                mean_b = b.mean_vector(probe.model_id, probe.dim, filters)
+                assert (mean_a is None) == (mean_b is None)
+                if mean_a is not None:
+                    np.testing.assert_allclose(mean_a, mean_b, atol=1e-5)
+
+
+def test_write_transactions_never_use_the_cache(engine: Engine) -> None:
+    store = SqlStore(engine)
+    svc = MemoryService(store, embedder=HashEmbedder())
+    saved(svc.remember(HERE, "Likes green tea"))
+    with store.read(HERE) as tx:
+        assert tx.place_index(Filters()) is not None
+    with store.write(HERE) as tx:
+        assert tx.place_index(Filters()) is None
+
+
+def index_of(size: int, token: str = "t") -> PlaceIndex:
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    return PlaceIndex(token, [
+        Entry(f"m{i}", "fact", when, ["tea"], Embedding("m", np.ones(4, np.float32))) for i in range(size)
+    ])
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_cache_keeps_to_its_size_dropping_the_least_recently_used() -> None:
+    one = index_of(10)
+    cache = RecallCache(max_bytes=3 * one.nbytes)
+    for owner in ("a", "b", "c"):
+        cache.put(Place(owner, "s"), index_of(10))
+    assert cache.get(Place("a", "s"), "t") is not None  # "a" is now the most recently used
+    cache.put(Place("d", "s"), index_of(10))
+    assert cache.get(Place("b", "s"), "t") is None
+    assert [cache.get(Place(o, "s"), "t") is not None for o in ("a", "c", "d")] == [True, True, True]
+    assert cache.nbytes == 3 * one.nbytes
+    cache.put(Place("huge", "s"), index_of(40))  # larger than the whole cache: not kept
+    assert cache.get(Place("huge", "s"), "t") is None and len(cache) == 3
+
+
+def test_the_cache_drops_an_idle_place_and_a_stale_token() -> None:
+    clock = Clock()
+    cache = RecallCache(max_bytes=10**9, idle_seconds=60, clock=clock)
+    cache.put(Place("a", "s"), index_of(3))
+    cache.put(Place("b", "s"), index_of(3))
+    clock.now += 45
+    assert cache.get(Place("a", "s"), "t") is not None
+    clock.now += 30
+    assert cache.sweep() == 1  # "b" was idle 75 s; "a" was used 30 s ago
+    assert cache.get(Place("b", "s"), "t") is None
+    assert cache.get(Place("a", "s"), "other-token") is None  # a write replaced the token
+    assert len(cache) == 0 and cache.nbytes == 0
+
+
+def test_index_memory_estimate_covers_what_it_holds() -> None:
+    """`nbytes` is what the size bound counts: it must not be far below what an index really takes."""
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+    entries = [
+        Entry(f"{i:032x}", "fact", datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i),
+              ["is", "learning", "spanish", "before", "a", "trip", "to", "seville", "in", "may"],
+              Embedding("m", rng.standard_normal(384).astype(np.float32)))
+        for i in range(1000)
+    ]
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    index = PlaceIndex("t", entries)
+    index.search_words("spanish", 5, Filters())  # the word index is built on first use
+    taken = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert index.nbytes >= 0.8 * taken, (index.nbytes, taken)
