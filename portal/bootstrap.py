@@ -64,7 +64,8 @@ def build_runtime(
     if embedder == "config":
         try:
             chosen = build_embedder(
-                config.embedder, config.embedding_model, config.embedding_base_url, config.embedding_api_key
+                config.embedder, config.embedding_model, config.embedding_base_url, config.embedding_api_key,
+                backend=config.embedding_backend,
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
@@ -79,7 +80,9 @@ def build_runtime(
     if config.prompts_dir:
         for path in config.prompts_dir.glob("consolidate.*.txt"):
             prompts[path.name.split(".")[1]] = path.read_text(encoding="utf-8")
-    store = SqlStore(engine, cipher=cipher)
+    store = SqlStore(
+        engine, cipher=cipher, cache_bytes=config.recall_cache_mb * 1024 * 1024, cache_idle=config.recall_cache_idle
+    )
     tenants = Tenants(engine)
     accounts = Accounts(engine)
 

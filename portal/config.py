@@ -16,6 +16,7 @@ from pathlib import Path
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 EMBEDDERS = ("local", "openai", "none")
+EMBEDDING_BACKENDS = ("auto", "onnx", "torch")
 MASKS = ("none", "pii")
 
 
@@ -31,6 +32,7 @@ class Config:
     secret_key: str = ""
     embedder: str = "local"
     embedding_model: str | None = None
+    embedding_backend: str = "auto"
     embedding_base_url: str | None = None
     embedding_api_key: str | None = None
     llm_base_url: str | None = None
@@ -45,6 +47,8 @@ class Config:
     trusted_tools: tuple[str, ...] = ()
     prompts_dir: Path | None = None
     llm_timeout: float = 30.0
+    recall_cache_mb: int = 256
+    recall_cache_idle: int = 300
 
     @property
     def production(self) -> bool:
@@ -79,6 +83,9 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
     embedder = environ.get("MEMORY_EMBEDDER", "local").strip().lower() or "local"
     if embedder not in EMBEDDERS:
         raise ConfigError("MEMORY_EMBEDDER must be one of local, openai, none")
+    embedding_backend = environ.get("MEMORY_EMBEDDING_BACKEND", "auto").strip().lower() or "auto"
+    if embedding_backend not in EMBEDDING_BACKENDS:
+        raise ConfigError("MEMORY_EMBEDDING_BACKEND must be one of auto, onnx, torch")
     embedding_base_url = environ.get("MEMORY_EMBEDDING_BASE_URL") or None
     if embedder == "openai" and not embedding_base_url:
         raise ConfigError("MEMORY_EMBEDDING_BASE_URL is required when MEMORY_EMBEDDER=openai")
@@ -104,6 +111,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         secret_key=secret_key,
         embedder=embedder,
         embedding_model=environ.get("MEMORY_EMBEDDING_MODEL") or None,
+        embedding_backend=embedding_backend,
         embedding_base_url=embedding_base_url,
         embedding_api_key=environ.get("MEMORY_EMBEDDING_API_KEY") or environ.get("MEMORY_LLM_API_KEY") or None,
         llm_base_url=llm_base_url,
@@ -118,6 +126,8 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         trusted_tools=tuple(t.strip() for t in environ.get("MEMORY_TRUSTED_TOOLS", "").split(",") if t.strip()),
         prompts_dir=Path(prompts_dir) if prompts_dir else None,
         llm_timeout=float(_int(environ, "MEMORY_LLM_TIMEOUT", 30, minimum=1)),
+        recall_cache_mb=_int(environ, "MEMORY_RECALL_CACHE_MB", 256, minimum=0),
+        recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]

