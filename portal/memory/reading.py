@@ -144,6 +144,10 @@ class Reading:
         with self.store.read(place) as tx:
             lexical = tx.search_words(query, depth, filters)
             if query_vector is None:
+                # Ties are broken by the most recently useful: only memories scoring at least the
+                # limit-th score can be among the hits, so only those are read.
+                if len(lexical) > limit:
+                    lexical = [(i, s) for i, s in lexical if s >= lexical[limit - 1][1]]
                 by_id = {m.id: m for m in tx.get_many([i for i, _ in lexical])}
                 ordered = sorted(
                     ((i, s) for i, s in lexical if i in by_id),

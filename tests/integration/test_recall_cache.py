@@ -281,3 +281,125 @@ def test_index_memory_estimate_covers_what_it_holds() -> None:
     taken = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert index.nbytes >= 0.8 * taken, (index.nbytes, taken)
+
+
+# ---------------------------------------------------------------- review: failing checks
+
+
+def test_a_long_query_ranks_the_same_with_and_without_the_cache(engine: Engine) -> None:
+    """The database ranks by a query's first 32 terms (search.MAX_QUERY_TERMS); the cached index
+    must too, or a long query (the API takes 2,000 characters) answers differently per worker."""
+    cached, uncached = SqlStore(engine), SqlStore(engine, cache_bytes=0)
+    saved(MemoryService(cached).remember(HERE, "Likes green tea"))
+    saved(MemoryService(cached).remember(HERE, "Plays jazz piano"))
+    query = " ".join(f"topic{i}" for i in range(40)) + " tea"
+    with cached.read(HERE) as a, uncached.read(HERE) as b:
+        assert a.place_index(Filters()) is not None  # type: ignore[attr-defined]
+        got, want = a.search_words(query, 10, Filters()), b.search_words(query, 10, Filters())
+        assert [i for i, _ in got] == [i for i, _ in want]
+    assert texts(MemoryService(cached).recall(HERE, query, mark=False)) == texts(
+        MemoryService(uncached).recall(HERE, query, mark=False)
+    )
+
+
+def test_an_encrypted_store_ranks_a_fragment_match_the_same_with_and_without_the_cache(engine: Engine) -> None:
+    """With a cipher, the uncached word search ranks the listing (newest first) and the cache its
+    entries in id order: a fragment match, where hits score alike, then names other memories."""
+    from cryptography.fernet import Fernet
+
+    from portal.adapters.cipher import FernetCipher
+
+    cipher = FernetCipher([Fernet.generate_key().decode()])
+    cached, uncached = SqlStore(engine, cipher=cipher), SqlStore(engine, cipher=cipher, cache_bytes=0)
+    ids = iter(f"m{i:02d}" for i in range(10))
+    svc = MemoryService(cached, id_factory=lambda: next(ids))
+    for text in ("Likes jazz", "Jazzy shoes", "Jazzercise on Mondays"):
+        saved(svc.remember(HERE, text))
+    with cached.read(HERE) as a, uncached.read(HERE) as b:
+        assert a.place_index(Filters()) is not None  # type: ignore[attr-defined]
+        got, want = a.search_words("jaz", 2, Filters()), b.search_words("jaz", 2, Filters())
+        assert [i for i, _ in got] == [i for i, _ in want]
+
+
+def test_a_naive_time_filter_gets_the_same_answer_with_and_without_the_cache(engine: Engine) -> None:
+    """The database refuses a naive time (UTCDateTime: "naive datetime"); the cache read it as the
+    process's local time instead, so the answer depended on the cache and on TZ."""
+
+    def outcome(store: SqlStore) -> object:
+        try:
+            return texts(MemoryService(store).recall(HERE, "tea", after=datetime(2000, 1, 1), mark=False))
+        except Exception as exc:  # noqa: BLE001
+            return type(exc).__name__
+
+    saved(words_only(engine).remember(HERE, "Likes green tea"))
+    assert outcome(SqlStore(engine)) == outcome(SqlStore(engine, cache_bytes=0))
+
+
+@pytest.mark.postgres
+def test_marking_used_never_deadlocks_with_a_write_to_the_same_memories(pg_engine: Engine) -> None:
+    """Store.mark_used on PostgreSQL skips the place's advisory lock: its one UPDATE locks rows in
+    scan order while a write transaction holds one of them and then wants another it holds; one
+    of the two is aborted (deadlock_detected): a failed recall, or a failed remember/update."""
+    import threading
+    import time
+
+    from sqlalchemy import text as sql
+
+    store = SqlStore(pg_engine)
+    svc = MemoryService(store)
+    a, b = saved(svc.remember(HERE, "Likes green tea")), saved(svc.remember(HERE, "Plays chess"))
+    errors: list[str] = []
+    for first, second in ((a, b), (b, a)):
+        marker = threading.Thread(
+            target=lambda: _capture(errors, lambda: store.mark_used(HERE, [a, b], datetime.now(UTC)))
+        )
+        try:
+            with store.write(HERE) as tx:
+                one = tx.get(first)
+                assert one is not None
+                assert tx.save(one.copy(updated_at=datetime.now(UTC)), one.revision)
+                marker.start()
+                deadline = time.monotonic() + 5
+                with pg_engine.connect() as probe:  # wait until the marker waits on a lock
+                    while time.monotonic() < deadline and not probe.execute(sql(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND wait_event_type = 'Lock'"
+                    )).scalar_one():
+                        time.sleep(0.02)
+                two = tx.get(second)
+                assert two is not None
+                assert tx.save(two.copy(updated_at=datetime.now(UTC)), two.revision)
+                tx.commit()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"write: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+        marker.join(10)
+    assert errors == []
+
+
+def _capture(errors: list[str], call: object) -> None:
+    try:
+        call()  # type: ignore[operator]
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"mark_used: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+def test_a_cache_made_before_a_fork_is_swept_in_the_child() -> None:
+    """The sweeper is a thread, and a forked child keeps none of its parent's threads; it is
+    started again only when a new RecallCache is made. A cache made before the fork (gunicorn
+    --preload, uWSGI without lazy-apps) then keeps idle places, an erased person's included,
+    forever in the child, against the module's promise of `idle_seconds` at the latest."""
+    import os
+    import threading
+
+    cache = RecallCache(max_bytes=10**9, idle_seconds=60)
+    pid = os.fork()
+    if pid == 0:  # the child: use the cache, then look for a sweeper
+        code = 1
+        try:
+            cache.put(Place("a", "s"), index_of(2))
+            assert cache.get(Place("a", "s"), "t") is not None
+            code = 0 if any(t.name == "recall-cache-sweeper" and t.is_alive() for t in threading.enumerate()) else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "no sweeper thread in the forked child"

@@ -27,6 +27,7 @@ def test_the_word_index_ranks_exactly_as_a_scan_of_every_memory():
     rng.shuffle(docs)
     index = WordIndex(docs)
     queries = ["tea", "painting the sunset", "cello", "what does she write at work", "pyth", "zzz", "the",
+               "ell unse", "ork", "aint", "ea",
                "Seville trip Spanish", "", "c#", "rent"]
     for query in queries:
         for limit in (1, 5, 50):
