@@ -328,7 +328,7 @@ class InMemoryStore:
             yield _Tx(self, place, self._places.get(place, _PlaceData()).copy(), writable=True)
 
     @contextmanager
-    def read(self, place: Place) -> Iterator[StoreTx]:
+    def read(self, place: Place, snapshot: bool = True) -> Iterator[StoreTx]:
         yield _Tx(self, place, self._places.get(place, _PlaceData()), writable=False)
 
     def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:

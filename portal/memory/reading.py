@@ -84,7 +84,7 @@ class Reading:
         filters = Filters(
             state=None if state in ("all", None) else state,
             kinds=tuple(kinds) if kinds else None, channel=channel, seen=seen,
-            created_after=created_after, created_before=created_before,
+            created_after=_moment(created_after), created_before=_moment(created_before),
         )
         with self.store.read(as_place(place)) as tx:
             rows = tx.list(filters, limit + 1, decode_cursor(cursor) if cursor else None)
@@ -136,12 +136,15 @@ class Reading:
             raise InvalidArgument("invalid_limit")
         if not isinstance(query, str) or not query.strip():
             return []
-        filters = Filters(kinds=tuple(kinds) if kinds else None, created_after=after, created_before=before)
+        filters = Filters(kinds=tuple(kinds) if kinds else None, created_after=_moment(after),
+                          created_before=_moment(before))
         depth = max(50, limit * 5)
         threshold = self.options.min_similarity if min_similarity is None else min_similarity
         query_vector = self._embed(place, query, "query")
         by_id: dict[str, Memory] = {}
-        with self.store.read(place) as tx:
+        # No snapshot needed: each ranking comes from one read (the recall cache, or one statement),
+        # and a memory gone by the time the hits are read simply drops out.
+        with self.store.read(place, snapshot=False) as tx:
             lexical = tx.search_words(query, depth, filters)
             if query_vector is None:
                 # Ties are broken by the most recently useful: only memories scoring at least the
@@ -322,6 +325,16 @@ def decode_cursor(cursor: str) -> Cursor:
         return Cursor(moment, memory_id)
     except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):
         raise InvalidArgument("invalid_cursor") from None
+
+
+def _moment(value: Any) -> datetime | None:
+    """A time filter: a datetime with its time zone (a naive one could mean any zone), else
+    `invalid_time`."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument("invalid_time")
+    return value
 
 
 def _ids(ids: Any) -> builtins.list[str]:

@@ -15,6 +15,7 @@ is gone) or, at the latest, `idle_seconds` after its last use, by a sweeper thre
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 import threading
 import time
@@ -30,9 +31,12 @@ from .ranking import Bag, WordIndex, bag, cosine_top, row_norms, words_top
 from .store import Filters
 from .types import Embedding, Place
 
-# What a memory costs in an index beyond its vector: its id, terms, kind and time (measured with
-# tracemalloc on the synthetic memories of bench/common.py: 400-700 bytes).
-ENTRY_OVERHEAD = 800
+log = logging.getLogger("portal.memory")
+
+# What a memory costs in an index beyond its vector: its id, its terms and their counts, kind,
+# time and postings (measured with tracemalloc on indexes read from a database, terms interned:
+# about 1,200 bytes for a sentence of ten words).
+ENTRY_OVERHEAD = 1600
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +66,7 @@ class PlaceIndex:
         self._created = np.array([e.created_at.timestamp() for e in ordered], dtype=np.float64)
         self._bags: list[Bag] = [bag(e.id, list(e.terms)) for e in ordered]
         self._words: WordIndex | None = None
-        self._embeddings = {e.id: e.embedding for e in ordered if e.embedding is not None}
+        self._embeddings: dict[str, Embedding] = {}
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
         grouped: dict[tuple[str, int], list[int]] = {}
@@ -73,6 +77,8 @@ class PlaceIndex:
         for key, positions in grouped.items():
             matrix = np.stack([ordered[p].embedding.vector for p in positions]).astype(np.float32, copy=False)  # type: ignore[union-attr]
             self._spaces[key] = (np.array(positions), [self._ids[p] for p in positions], matrix, row_norms(matrix))
+            # Views of the matrix's rows: each vector is held once.
+            self._embeddings.update((self._ids[p], Embedding(key[0], matrix[row])) for row, p in enumerate(positions))
         self._means: dict[tuple[str, int], np.ndarray] = {}
         self.nbytes = sum(space[2].nbytes for space in self._spaces.values()) + ENTRY_OVERHEAD * len(ordered)
 
@@ -81,8 +87,13 @@ class PlaceIndex:
 
     @staticmethod
     def serves(filters: Filters) -> bool:
-        """Whether these filters can be answered here: active memories, by kind and time only."""
-        return filters.state == "active" and filters.channel is None and filters.seen is None and filters.pinned is None
+        """Whether these filters can be answered here: active memories, by kind and time (with its
+        zone: a naive time is left to the store, which refuses it) only."""
+        naive = any(t is not None and t.tzinfo is None for t in (filters.created_after, filters.created_before))
+        return (
+            filters.state == "active" and filters.channel is None and filters.seen is None
+            and filters.pinned is None and not naive
+        )
 
     def _passing(self, filters: Filters) -> np.ndarray | None:
         """Which memories pass the filters (a boolean mask over _ids), None when all do."""
@@ -215,6 +226,13 @@ class RecallCache:
             self._entries.clear()
             self._bytes = 0
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: a fresh lock (the parent's may have been held by a thread the child
+        does not have) and nothing kept (the parent's data is the parent's)."""
+        self._lock = threading.Lock()
+        self._entries = OrderedDict()
+        self._bytes = 0
+
     def _remove(self, place: Place) -> None:
         index, _ = self._entries.pop(place)
         self._bytes -= index.nbytes
@@ -222,7 +240,8 @@ class RecallCache:
 
 class _Sweeper:
     """One daemon thread per process sweeping every live cache; started on first use, and again
-    in a forked child (a worker of a server that made its caches before forking)."""
+    in a forked child (a worker of a server that made its caches before forking), whose caches
+    start empty: a child keeps no thread of its parent, and may have copied a lock held."""
 
     def __init__(self, every: float = 15.0) -> None:
         self.every = every
@@ -233,15 +252,31 @@ class _Sweeper:
     def watch(self, cache: RecallCache) -> None:
         with self._lock:
             self._caches.add(cache)
-            if self._pid != os.getpid():
-                self._pid = os.getpid()
-                threading.Thread(target=self._run, name="recall-cache-sweeper", daemon=True).start()
+            self._start()
+
+    def _start(self) -> None:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            threading.Thread(target=self._run, name="recall-cache-sweeper", daemon=True).start()
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+        for cache in list(self._caches):
+            cache.reset_after_fork()
+        if len(self._caches):
+            self._start()
 
     def _run(self) -> None:
         while True:
             time.sleep(self.every)
-            for cache in list(self._caches):
-                cache.sweep()
+            with self._lock:
+                caches = list(self._caches)
+            for cache in caches:
+                try:
+                    cache.sweep()
+                except Exception:  # one failure must not end sweeping for good
+                    log.exception("recall cache sweep failed")
 
 
 _SWEEPER = _Sweeper()
+os.register_at_fork(after_in_child=_SWEEPER.after_fork)

@@ -138,7 +138,10 @@ class Store(Protocol):
     words_secret: bytes | None
 
     def write(self, place: Place) -> AbstractContextManager[StoreTx]: ...
-    def read(self, place: Place) -> AbstractContextManager[StoreTx]: ...
+    def read(self, place: Place, snapshot: bool = True) -> AbstractContextManager[StoreTx]:
+        """A consistent snapshot of the place; `snapshot=False` lets a store skip that guarantee
+        (each read may see writes committed since the one before) where it costs round trips."""
+        ...
     def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
         """Mark the active ones of these memories used at `at` and answer them as they are now
         (in `ids` order, with the new use time); unknown, archived or other people's ids are

@@ -108,12 +108,16 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in words(text)]
 
 
+MAX_QUERY_TERMS = 32
+
+
 def query_terms(query: str) -> list[str]:
     """The terms a query is ranked by, without repeats: its words less stop words, stemmed (all of
-    its words when it holds nothing but stop words)."""
+    its words when it holds nothing but stop words); the first MAX_QUERY_TERMS of them, in every
+    store alike (a database's full-text query stays bounded)."""
     found = words(query)
     kept = [w for w in found if w not in STOP_WORDS] or found
-    return list(dict.fromkeys(stem(w) for w in kept))
+    return list(dict.fromkeys(stem(w) for w in kept))[:MAX_QUERY_TERMS]
 
 
 def search_text(text: str) -> str:

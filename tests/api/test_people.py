@@ -47,6 +47,20 @@ def test_recall_filters_by_creation_time(world: World) -> None:
         assert memory.recall("ada", "tea", before=now - timedelta(hours=1)) == []
 
 
+def test_recall_with_a_time_without_its_zone_is_invalid_time(any_world: World) -> None:
+    with any_world.client() as memory:
+        memory.remember("ada", "Prefers green tea")
+    for field in ("after", "before"):
+        answer = any_world.raw().post(
+            "/api/v1/people/ada/recall", json={"query": "tea", field: "2026-01-01T09:00:00"}, headers=any_world.auth()
+        )
+        assert answer.status_code == 400 and answer.json["code"] == "invalid_time"
+        zoned = any_world.raw().post(
+            "/api/v1/people/ada/recall", json={"query": "tea", field: "2000-01-01T09:00:00+02:00"}, headers=any_world.auth()
+        )
+        assert zoned.status_code == 200 and len(zoned.json["items"]) == (1 if field == "after" else 0)
+
+
 @pytest.mark.parametrize(
     "body",
     [{"query": "tea", "limit": 0}, {"query": "tea", "limit": 101}, {"query": "tea", "min_similarity": 2},

@@ -403,3 +403,39 @@ def test_a_cache_made_before_a_fork_is_swept_in_the_child() -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "no sweeper thread in the forked child"
+
+
+def test_index_memory_estimate_covers_an_index_read_from_the_database(engine: Engine) -> None:
+    """As the test above, but for an index the store reads itself: each vector is then held twice
+    (the row's own array, kept by `_embeddings`, and the stacked matrix) and each memory's terms are
+    strings of its own, so the index took over twice its `nbytes` (the bound MEMORY_RECALL_CACHE_MB
+    sets is then exceeded as much)."""
+    import gc
+    import tracemalloc
+
+    from portal.memory.text import words_key
+    from portal.memory.types import Memory
+
+    store = SqlStore(engine)
+    rng = np.random.default_rng(1)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    with store.write(HERE) as tx:
+        for i in range(1000):
+            text = f"Is learning Spanish before a trip to Seville in May, note {i}"
+            tx.insert(Memory(
+                id=f"{i:032x}", owner_id=HERE.owner_id, scope=HERE.scope, revision=1, text=text, kind="fact",
+                importance=3, created_at=now + timedelta(seconds=i), updated_at=now, last_op="create",
+                embedding=Embedding("m", rng.standard_normal(384).astype(np.float32)), words_key=words_key(text),
+            ))
+        tx.commit()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    with store.read(HERE) as tx:
+        index = tx.place_index(Filters())  # type: ignore[attr-defined]
+        assert index is not None
+        index.search_words("spanish", 5, Filters())
+    gc.collect()
+    taken = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert index.nbytes >= 0.8 * taken, (index.nbytes, taken)

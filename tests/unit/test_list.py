@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -92,6 +92,20 @@ def test_a_cursor_with_a_non_text_date_is_invalid_cursor(words_only, place, valu
     with pytest.raises(InvalidArgument) as caught:
         words_only.list(place, cursor=_b64(value))
     assert caught.value.code == "invalid_cursor"
+
+
+@pytest.mark.parametrize("moment", [datetime(2026, 1, 1, 9, 0), "2026-01-01T09:00:00Z", 1767258000])
+def test_a_time_filter_without_its_zone_is_invalid_time(words_only, place, moment):
+    remember_ok(words_only, place, "Note alpha")
+    for call in (
+        lambda: words_only.list(place, created_after=moment),
+        lambda: words_only.list(place, created_before=moment),
+        lambda: words_only.recall(place, "alpha", after=moment),
+        lambda: words_only.recall(place, "alpha", before=moment),
+    ):
+        with pytest.raises(InvalidArgument) as caught:
+            call()
+        assert caught.value.code == "invalid_time"
 
 
 @pytest.mark.parametrize("limit", [0, -5, 201, "50", None, 2.0])

@@ -57,13 +57,17 @@ def _sqlite_events(engine: Engine) -> None:
         connection.exec_driver_sql(f"BEGIN {mode}".strip())
 
 
+def place_lock_key(owner_id: str, scope: str) -> str:
+    """What the place's advisory lock is taken on (hashed by `hashtextextended(key, 0)`)."""
+    return f"memory-place:{owner_id}\x1f{scope}"
+
+
 def lock_place(connection: Connection, owner_id: str, scope: str) -> None:
     """Take the place's write lock for the rest of this transaction (PostgreSQL only; SQLite's
     `BEGIN IMMEDIATE` already serialises writers)."""
     if connection.dialect.name == "postgresql":
         connection.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"memory-place:{owner_id}\x1f{scope}"},
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": place_lock_key(owner_id, scope)}
         )
 
 

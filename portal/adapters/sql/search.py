@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 M = memories.c
 _TOKEN = re.compile(r"[^\w]+", re.UNICODE)
-MAX_QUERY_TERMS = 32
 
 
 def nearest_rows(tx: _SqlTx, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
@@ -85,7 +84,7 @@ def fts_terms(wanted: list[str]) -> list[str]:
     """Ranking terms as the full-text index knows them: letters and digits only ("c++" is "c" to
     it); the index then finds a superset of the memories holding each term, and BM25 decides."""
     stripped = [_TOKEN.sub("", t) for t in wanted]
-    return list(dict.fromkeys(t for t in stripped if t))[:MAX_QUERY_TERMS]
+    return list(dict.fromkeys(t for t in stripped if t))
 
 
 # How many terms a row's search_text holds (terms are joined by single spaces).
@@ -98,7 +97,7 @@ _TERM_COUNT: ColumnClause[Any] = literal_column(
 def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
     """BM25 of the query's terms over the place's memories, or the fragment match when no term is
     found: the same ranking as the in-memory store's, on the stored terms (`search_text`)."""
-    wanted = query_terms(query)[:MAX_QUERY_TERMS]
+    wanted = query_terms(query)
     if not wanted or limit <= 0:
         return []
     where = [tx.here(), *tx.filtered(filters)]

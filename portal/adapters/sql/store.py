@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import json
 import secrets
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +33,6 @@ from sqlalchemy import (
     literal,
     or_,
     select,
-    text,
     tuple_,
     type_coerce,
     update,
@@ -48,7 +48,7 @@ from portal.memory.store import Cursor, Filters, NeedsVector, Settings
 from portal.memory.text import search_text, terms
 from portal.memory.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision, Source
 
-from .engine import is_postgres, lock_place
+from .engine import is_postgres, lock_place, place_lock_key
 from .search import mean_vector, nearest_rows, words_ranking
 from .tables import (
     OWNER_TABLES,
@@ -109,10 +109,13 @@ class SqlStore:
             yield from self._transaction(conn.execution_options(sqlite_begin="IMMEDIATE"), place, lock=False, writable=True)
 
     @contextmanager
-    def read(self, place: Place) -> Iterator[_SqlTx]:
+    def read(self, place: Place, snapshot: bool = True) -> Iterator[_SqlTx]:
+        """A read transaction: on PostgreSQL a REPEATABLE READ snapshot, or with `snapshot=False`
+        each statement on its own (autocommit: no BEGIN and ROLLBACK round trips), for a reader
+        that copes with a write landing between two of its statements."""
         with self.engine.connect() as conn:
             if self.postgres:
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+                conn = conn.execution_options(isolation_level="REPEATABLE READ" if snapshot else "AUTOCOMMIT")
             yield from self._transaction(conn, place, lock=False)
 
     def _transaction(self, conn: Connection, place: Place, lock: bool, writable: bool = False) -> Iterator[_SqlTx]:
@@ -126,24 +129,16 @@ class SqlStore:
                 trans.rollback()
 
     def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
-        """One UPDATE ... RETURNING. On PostgreSQL without the place's advisory lock and without
-        waiting for the commit to reach the disk (`synchronous_commit` off for this transaction
-        only): after a crash the use times of the last moments may be older, which nothing
-        depends on. SQLite has one writer at a time: there it queues like any write."""
-        if not self.postgres:
-            with self.write(place) as tx:
-                marked = tx.mark_used_returning(ids, at)
-                tx.commit()
-            return marked
-        with self.engine.connect() as conn:
-            trans = conn.begin()
-            try:
-                conn.execute(_ASYNC_COMMIT)
-                marked = _SqlTx(self, conn, trans, place, writable=True).mark_used_returning(ids, at)
-                trans.commit()
-            finally:
-                if trans.is_active:
-                    trans.rollback()
+        """One UPDATE ... RETURNING. On PostgreSQL a statement on its own (autocommit) that takes
+        the place's lock itself and does not wait for durability (see `_MARK_USED_PG`): one round
+        trip. SQLite has one writer at a time: there it queues like any write."""
+        if self.postgres:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                return _SqlTx(self, conn, conn.begin(), place, writable=True).mark_used_returning(ids, at)
+        with self.write(place) as tx:
+            marked = tx.mark_used_returning(ids, at)
+            tx.commit()
         return marked
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
@@ -285,9 +280,9 @@ class _SqlTx:
         """The place's ranking data from the recall cache, read afresh when its token changed; None
         in a write transaction, without a cache, or for filters the index cannot answer.
 
-        The token is read before the memories: in a read transaction both come from one snapshot
-        (REPEATABLE READ on PostgreSQL), and were they not, the memories would be at least as new
-        as the token they are kept under, never older."""
+        The token is read before the memories: in a snapshot both come from one state, and without
+        one (`read(snapshot=False)`) the memories are at least as new as the token they are kept
+        under, never older; a newer token then makes the next reader read them again."""
         cache = self.store.recall_cache
         if cache is None or self.writable or not PlaceIndex.serves(filters):
             return None
@@ -318,7 +313,8 @@ class _SqlTx:
             if raw is not None and model:
                 found = Embedding(model, np.frombuffer(raw, dtype=np.float32) if sqlite else np.asarray(raw, np.float32))
             toks = (stored or "").split() if self.store.searches_text else terms(self.store.decrypt(stored))
-            entries.append(Entry(memory_id, kind, created_at, toks, found))
+            # Interned: a person's memories share most of their terms; one string for each.
+            entries.append(Entry(memory_id, kind, created_at, [sys.intern(t) for t in toks], found))
         return entries
 
     def here(self, table: Any = memories) -> ColumnElement[bool]:
@@ -371,7 +367,9 @@ class _SqlTx:
         if index:
             return index.search_words(query, limit, filters)
         if not self.store.searches_text:  # the database holds ciphertext: rank the decrypted text here
-            return words_top(query, [bag(m.id, terms(m.text)) for m in self.list(filters)], limit)
+            # In id order, as the database's own word search and the recall cache read them.
+            listed = sorted(self.list(filters), key=lambda m: m.id)
+            return words_top(query, [bag(m.id, terms(m.text)) for m in listed], limit)
         return words_ranking(self, query, limit, filters)
 
     def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
@@ -507,7 +505,11 @@ class _SqlTx:
         wanted = list(dict.fromkeys(i for i in ids if _could_be_id(i)))
         if not wanted:
             return []
-        rows = self.conn.execute(_MARK_USED, {**self.bound, "ids": wanted, "used_at": at}).mappings().all()
+        values = {**self.bound, "ids": wanted, "used_at": at}
+        if self.store.postgres:
+            values["lock_key"] = place_lock_key(self.place.owner_id, self.place.scope)
+        statement = _MARK_USED_PG if self.store.postgres else _MARK_USED
+        rows = self.conn.execute(statement, values).mappings().all()
         by_id = {r["id"]: self._memory(r) for r in rows}
         return [by_id[i] for i in wanted if i in by_id]
 
@@ -682,7 +684,6 @@ _PAUSED = select(memory_settings.c.paused).where(_here(memory_settings))
 _NEW_TOKEN_PG = _new_token(pg_insert)
 _NEW_TOKEN_SQLITE = _new_token(sqlite_insert)
 
-_ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 _TOKEN = select(memory_places.c.token).where(_here(memory_places))
 _MARK_USED = (
     update(memories)
@@ -690,6 +691,17 @@ _MARK_USED = (
     .values(last_used_at=bindparam("used_at"))
     .returning(*memories.c)
 )
+# PostgreSQL, in one round trip (a statement of its own, autocommit):
+# - the place's advisory lock first, in a subquery evaluated once (an InitPlan) before any row is
+#   updated, so that its rows are locked only once no write to the place is running: a write
+#   holding one of them and wanting another would otherwise deadlock with it;
+# - `synchronous_commit` off for its own transaction only (set_config's third argument), so it
+#   does not wait for the WAL to reach the disk: a use time is a hint, and a crash losing the
+#   last ones costs nothing that matters. Made in the WHERE clause: for every row written.
+_PLACE_LOCK = select(literal(1)).select_from(
+    select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("lock_key"), 0)).label("lock")).subquery()
+).scalar_subquery()
+_MARK_USED_PG = _MARK_USED.where(_PLACE_LOCK == 1, func.set_config("synchronous_commit", "off", True).is_not(None))
 
 # Built once: a statement made per call with .values(...) costs more to build than to run on SQLite.
 _INSERT_COUNTING = insert(memories).returning(
