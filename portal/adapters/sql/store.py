@@ -421,13 +421,13 @@ class _SqlTx:
     # ---------------------------------------------------------------- writing
 
     def insert(self, memory: Memory) -> int:
-        if self.is_tombstoned(memory.id):
+        # One statement: inserted unless the id is tombstoned here, and the count rides on it
+        # (under the cap's threshold the cap costs no query).
+        values = {f"new_{k}": v for k, v in self._row(memory).items()}
+        before = self.conn.execute(_INSERT_COUNTING, {**values, **self.bound}).scalar_one_or_none()
+        if before is None:
             raise ValueError("id already used")
-        # The count rides on the INSERT itself: under the cap's threshold the cap costs no query.
         self.changed = True
-        before = self.conn.execute(
-            _INSERT_COUNTING, {**self._row(memory), "place_owner": self.place.owner_id, "place_scope": self.place.scope}
-        ).scalar_one()
         # RETURNING sees the snapshot before the insert on PostgreSQL, after it on SQLite.
         return int(before) + (1 if self.store.postgres and memory.state == "active" else 0)
 
@@ -704,10 +704,15 @@ _PLACE_LOCK = select(literal(1)).select_from(
 _MARK_USED_PG = _MARK_USED.where(_PLACE_LOCK == 1, func.set_config("synchronous_commit", "off", True).is_not(None))
 
 # Built once: a statement made per call with .values(...) costs more to build than to run on SQLite.
-_INSERT_COUNTING = insert(memories).returning(
-    select(func.count())
-    .where(M.owner_id == bindparam("place_owner"), M.scope == bindparam("place_scope"), M.state == "active")
-    .scalar_subquery()
+_INSERT_COUNTING = (
+    insert(memories)
+    .from_select(
+        [c.name for c in memories.c],
+        select(*[bindparam(f"new_{c.name}", type_=c.type) for c in memories.c]).where(
+            ~exists().where(_here(memory_tombstones), memory_tombstones.c.memory_id == bindparam("new_id"))
+        ),
+    )
+    .returning(select(func.count()).where(_here(memories), M.state == "active").scalar_subquery())
 )
 
 
