@@ -59,7 +59,10 @@ def scale_flatness(data: dict[str, Any], plt: Any) -> Path:
     totals = [s["total"] for s in steps]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for key, label in (("recall_first_person", "first person"), ("recall_newest_person", "newest person"),
-                       ("recall_words_only_first_person", "first person, words only")):
+                       ("recall_words_only_first_person", "first person, words only"),
+                       ("recall_uncached_first_person", "first person, without the recall cache")):
+        if key not in steps[0]:
+            continue
         line = ax.plot(totals, [s[key]["p95_ms"] for s in steps], marker="o", label=f"{label} p95")[0]
         ax.plot(totals, [s[key]["p50_ms"] for s in steps], marker=".", linestyle="--", color=line.get_color(),
                 label=f"{label} p50")

@@ -160,7 +160,7 @@ def capture_plans(engine: Any, service: MemoryService, place: Place, query: str)
         for statement, parameters in seen:
             head = statement.lstrip().split(None, 1)[0].upper()
             # An UPDATE is explained too (marking the hits used); the rollback below undoes it.
-            if head not in ("SELECT", "UPDATE") or "pg_advisory" in statement:
+            if head not in ("SELECT", "UPDATE") or statement.lstrip().startswith("SELECT pg_advisory"):
                 continue
             cursor = conn.connection.dbapi_connection.cursor()
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters)
