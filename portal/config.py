@@ -47,6 +47,7 @@ class Config:
     trusted_tools: tuple[str, ...] = ()
     prompts_dir: Path | None = None
     llm_timeout: float = 30.0
+    embedding_timeout: float = 10.0
     recall_cache_mb: int = 256
     recall_cache_idle: int = 300
 
@@ -126,6 +127,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         trusted_tools=tuple(t.strip() for t in environ.get("MEMORY_TRUSTED_TOOLS", "").split(",") if t.strip()),
         prompts_dir=Path(prompts_dir) if prompts_dir else None,
         llm_timeout=float(_int(environ, "MEMORY_LLM_TIMEOUT", 30, minimum=1)),
+        embedding_timeout=float(_int(environ, "MEMORY_EMBEDDING_TIMEOUT", 10, minimum=1)),
         recall_cache_mb=_int(environ, "MEMORY_RECALL_CACHE_MB", 256, minimum=0),
         recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
     )

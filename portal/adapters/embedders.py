@@ -218,8 +218,10 @@ class LocalEmbedder:
 class OpenAIEmbedder:
     """An OpenAI-compatible `POST {base_url}/embeddings` endpoint (OpenAI, vLLM, Ollama, LiteLLM...).
 
-    Transient failures (connection errors, 429, 5xx) are retried a bounded number of times with a
-    short backoff; anything else becomes an `EmbedderError` at once.
+    Transient failures (connection errors, timeouts, 429, 5xx) are retried a bounded number of
+    times with a short backoff; anything else becomes an `EmbedderError` at once. `timeout` bounds
+    one request to the endpoint, all of its tries and backoffs together: a request waiting on an
+    embedder that hangs gives up then, and the write goes on without a vector.
     """
 
     def __init__(
@@ -239,8 +241,11 @@ class OpenAIEmbedder:
             raise ValueError("model is required")
         if batch_size < 1 or retries < 0:
             raise ValueError("batch_size must be positive and retries not negative")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
         self.model_id = model
         self.url = base_url.rstrip("/") + "/embeddings"
+        self.timeout = timeout
         self.retries = retries
         self.batch_size = batch_size
         self.dimensions = dimensions
@@ -276,11 +281,18 @@ class OpenAIEmbedder:
 
     def _post(self, body: dict[str, Any]) -> Any:
         failure = "no attempt made"
+        deadline = time.monotonic() + self.timeout
+        tried = 0
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                time.sleep(min(self.backoff * 2 ** (attempt - 1), max(0.0, deadline - time.monotonic())))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                failure = "out of time"
+                break
+            tried += 1
             try:
-                response = self._client.post(self.url, json=body)
+                response = self._client.post(self.url, json=body, timeout=left)
             except httpx.TransportError as exc:
                 # Only the exception's class: its text may quote the URL's query string.
                 failure = f"{type(exc).__name__}"
@@ -295,7 +307,7 @@ class OpenAIEmbedder:
                 return response.json()
             except ValueError:
                 raise EmbedderError("embedding endpoint answered with something other than JSON") from None
-        raise EmbedderError(f"embedding endpoint failed after {self.retries + 1} attempts: {failure}")
+        raise EmbedderError(f"embedding endpoint failed within {self.timeout:g} s ({tried} attempts): {failure}")
 
     def _parse(self, answer: Any, expected: int) -> np.ndarray:
         try:
@@ -311,7 +323,8 @@ class OpenAIEmbedder:
 
 
 def build_embedder(
-    kind: str, model: str | None, base_url: str | None, api_key: str | None, backend: str = "auto"
+    kind: str, model: str | None, base_url: str | None, api_key: str | None, backend: str = "auto",
+    timeout: float = 10.0,
 ) -> Embedder | None:
     """The embedder configured by MEMORY_EMBEDDER and its companions; None for "none".
 
@@ -329,5 +342,5 @@ def build_embedder(
             raise ValueError("MEMORY_EMBEDDING_BASE_URL must start with http:// or https://")
         if not model:
             raise ValueError("MEMORY_EMBEDDING_MODEL is required when MEMORY_EMBEDDER=openai")
-        return OpenAIEmbedder(base_url=base_url, model=model, api_key=api_key)
+        return OpenAIEmbedder(base_url=base_url, model=model, api_key=api_key, timeout=timeout)
     raise ValueError(f"MEMORY_EMBEDDER must be 'local', 'openai' or 'none', not {kind!r}")

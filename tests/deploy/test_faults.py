@@ -196,9 +196,11 @@ def test_an_embedder_failing_or_hanging_loses_no_write_and_recall_falls_back_to_
     calls = embeddings.calls
     started = time.monotonic()
     kept = remember(world, "ada", "Grows tomatoes on her balcony")
-    assert time.monotonic() - started < 5  # the timeout bounds the wait, twice over (one retry)
+    # The timeout bounds the whole wait, retries included: an error is tried again, a hang uses
+    # up the time in its one try. Either way the write went on without a vector.
+    assert time.monotonic() - started < 0.5 + 1.5
     assert kept["has_vector"] is False and kept["text"] == "Grows tomatoes on her balcony"
-    assert embeddings.calls == calls + 2  # tried, retried, gave up: the write went on without a vector
+    assert embeddings.calls == calls + (2 if mode == "error" else 1)
     hits = recall(world, "ada", "tomatoes balcony")
     assert hits and hits[0]["memory"]["id"] == kept["id"]
     assert {h["match"] for h in hits} == {"lexical"}

@@ -7,6 +7,7 @@ import hashlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -165,6 +166,12 @@ def server() -> Iterator[FakeServer]:
                 return self._send(429, {"error": "slow down"})
             if self.path == "/bad/v1/embeddings":
                 return self._send(400, {"error": f"bad input {inputs}"})
+            if self.path == "/slow/v1/embeddings":
+                time.sleep(1.5)  # past the client's time; the answer finds nobody waiting
+                try:
+                    return self._send(500, {"error": "too late"})
+                except (BrokenPipeError, ConnectionResetError):
+                    return None
             if not self.path.endswith("/v1/embeddings"):
                 return self._send(404, {"error": "not found"})
             dim = body.get("dimensions", 8)
@@ -245,6 +252,20 @@ def test_openai_embedder_does_not_retry_a_client_error(server):
     assert "Jana" not in str(caught.value)
 
 
+def test_openai_embedder_gives_up_on_a_hanging_server_within_its_timeout_retries_included(server):
+    started = time.monotonic()
+    with (
+        OpenAIEmbedder(f"{server.url}/slow/v1", model="fake-embed", timeout=0.6, retries=5, backoff=0.01) as embedder,
+        pytest.raises(EmbedderError, match="within 0.6 s") as caught,
+    ):
+        embedder.embed([PRIVATE])
+    assert time.monotonic() - started < 1.2  # not 6 tries of 0.6 s
+    assert len(server.requests) == 1
+    assert "Jana" not in str(caught.value)
+    with pytest.raises(ValueError, match="timeout"):
+        OpenAIEmbedder(f"{server.url}/v1", model="fake-embed", timeout=0)
+
+
 def test_openai_embedder_reports_an_unreachable_server():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -284,3 +305,17 @@ def test_build_embedder_none_local_and_openai(server):
 def test_build_embedder_names_the_variable_to_fix(kind, model, base_url, names):
     with pytest.raises(ValueError, match=names):
         build_embedder(kind, model, base_url, "sk-secret")
+
+
+def test_the_embedding_timeout_is_configured_and_checked(server, tmp_path):
+    from portal.bootstrap import build_runtime
+    from portal.config import ConfigError, load_config
+
+    env = {"MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_EMBEDDER": "openai", "MEMORY_EMBEDDING_MODEL": "fake-embed",
+           "MEMORY_EMBEDDING_BASE_URL": f"{server.url}/v1"}
+    assert load_config(env).embedding_timeout == 10
+    runtime = build_runtime(load_config({**env, "MEMORY_EMBEDDING_TIMEOUT": "3"}))
+    assert isinstance(runtime.service.embedder, OpenAIEmbedder) and runtime.service.embedder.timeout == 3
+    for bad in ("0", "soon"):
+        with pytest.raises(ConfigError, match="MEMORY_EMBEDDING_TIMEOUT"):
+            load_config({**env, "MEMORY_EMBEDDING_TIMEOUT": bad})
