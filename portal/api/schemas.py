@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from portal.memory.types import Memory
 
@@ -13,6 +13,9 @@ Text = Annotated[str, StringConstraints(max_length=10_000)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Kind = Annotated[str, StringConstraints(max_length=64)]
 Importance = int | float | str
+# A JSON body's true or false: 0, 1, "yes" or "false" are refused, not guessed at (query strings
+# keep pydantic's reading of "true"/"false"/"1"/"0").
+Flag = StrictBool
 
 
 class Strict(BaseModel):
@@ -70,9 +73,9 @@ class RememberIn(Strict):
     kind: Kind | None = None
     importance: Importance | None = None
     role: Annotated[str, StringConstraints(max_length=64)] | None = None
-    explicit: bool = False
+    explicit: Flag = False
     on_duplicate: Literal["replace", "reinforce"] | None = None
-    pinned: bool = False
+    pinned: Flag = False
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
 
 
@@ -86,8 +89,8 @@ class UpdateIn(Strict):
     text: Text | None = None
     kind: Kind | None = None
     importance: Importance | None = None
-    pinned: bool | None = None
-    in_place: bool = False
+    pinned: Flag | None = None
+    in_place: Flag = False
 
 
 class ListQuery(Strict):
@@ -159,7 +162,7 @@ class Turn(Strict):
     role: Annotated[str, StringConstraints(max_length=32)] = "user"
     text: Annotated[str, StringConstraints(max_length=200_000)]
     name: Annotated[str, StringConstraints(max_length=200)] | None = None
-    error: bool = False
+    error: Flag = False
 
 
 class ConsolidateIn(Strict):
@@ -194,7 +197,7 @@ class UnseenOut(BaseModel):
 
 
 class SettingsIn(Strict):
-    paused: bool
+    paused: Flag
 
 
 class SettingsOut(BaseModel):
@@ -221,7 +224,7 @@ class PurgeOut(BaseModel):
 class ToolCallIn(Strict):
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     role: Annotated[str, StringConstraints(max_length=64)] | None = None
-    explicit: bool = False
+    explicit: Flag = False
     language: Annotated[str, StringConstraints(max_length=16)] | None = None
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
 

@@ -142,9 +142,29 @@ def test_settings_pause_and_resume(world: World) -> None:
         assert memory.get_settings("ada") is True and memory.get_settings("bob") is False
         assert memory.set_paused("ada", False) is False
         assert memory.get_settings("ada") is False
-    for body in ({"paused": "yes please"}, {}, {"paused": True, "extra": 1}):
+    for body in ({"paused": "yes please"}, {}, {"paused": True, "extra": 1}, {"paused": 0}, {"paused": 1},
+                 {"paused": "true"}, {"paused": None}):
         answer = world.raw().put("/api/v1/people/ada/settings", json=body, headers=world.auth())
-        assert answer.status_code == 400, body
+        assert answer.status_code == 400 and answer.json["code"] == "invalid_request", body
+    assert world.runtime.service.is_paused(Place("ada", world.tenant_a)) is False
+
+
+@pytest.mark.parametrize("flag", [0, 1, "true", "yes"])
+def test_a_true_or_false_in_a_body_must_be_a_json_boolean(world: World, flag: object) -> None:
+    """Not 0/1 or a string: a client sending `"pinned": "false"` would otherwise pin."""
+    auth = world.auth()
+    raw = world.raw()
+    kept = raw.post("/api/v1/people/ada/memories", json={"text": "Likes green tea"}, headers=auth).json["memory"]
+    asks = [
+        ("POST", "/api/v1/people/ada/memories", {"text": "Plays chess", "pinned": flag}),
+        ("POST", "/api/v1/people/ada/memories", {"text": "Plays chess", "explicit": flag}),
+        ("PATCH", f"/api/v1/people/ada/memories/{kept['id']}", {"pinned": flag}),
+        ("PATCH", f"/api/v1/people/ada/memories/{kept['id']}", {"text": "Likes tea", "in_place": flag}),
+    ]
+    for method, path, body in asks:
+        answer = raw.open(path, method=method, json=body, headers=auth)
+        assert answer.status_code == 400 and answer.json["code"] == "invalid_request", (method, body)
+    assert world.count() == 1
 
 
 def test_export_holds_every_memory_with_its_revisions_and_the_settings(any_world: World) -> None:
