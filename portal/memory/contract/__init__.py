@@ -13,8 +13,9 @@ in a test module and give it a `store` fixture returning a fresh, empty store:
 Options are class attributes and methods to override: `new_id()` (ids the store accepts),
 `make_owner(name, store)` and `make_scope(name, store)` (for stores whose owner and scope are
 foreign keys: create the row and answer its key; the same name must give the same value within one
-store) and `vector_dimensions` (test vectors are padded to it). Lexical-search tests are skipped
-when `store.searches_text` is False (text kept out of the store's reach, e.g. encrypted).
+store) and `vector_dimensions` (test vectors are padded to it). A store with `searches_text`
+False (text kept out of the database's reach, e.g. encrypted) is held to the same word search,
+which it then answers in process.
 
 The suite is a package of topic modules: `base` (the options, builders and checks), `places`
 (places and isolation, transactions), `listing`, `searching` (words and vectors), `writing`
