@@ -179,7 +179,11 @@ class ConsolidateOut(BaseModel):
     corrected: int
     refused: int
     summary: str | None
-    reason: str | None = None
+    reason: str | None = Field(None, description=(
+        "with failed: model, unreadable, cut, store, invalid_where or error (the ref is released: "
+        "call again); with done: cut (the model's answer stopped half way; its whole facts were kept); "
+        "with unavailable: ai_disabled"
+    ))
     failed: int | None = None
     proposed: int | None = None
 

@@ -84,8 +84,11 @@ class Consolidating:
 
         Statuses: done, already (this ref was consolidated), paused (marked done, nothing learnt,
         even after resume), empty (nothing to read), unavailable (no model, or the AI is off:
-        reason `ai_disabled`), failed (reason model | unreadable | store | invalid_where | error;
-        the ref is released so the next run retries, and what was kept merges as duplicates).
+        reason `ai_disabled`), failed (reason model | unreadable | cut | store | invalid_where |
+        error; the ref is released so the next run retries, and what was kept merges as
+        duplicates). A model's answer that stopped half way is `done` with reason `cut` when it
+        held whole facts before the cut (they are kept), and `failed` with reason `cut` when it
+        held none.
         """
         try:
             place = as_place(place)
@@ -145,7 +148,12 @@ class Consolidating:
         extraction = read_extraction(answer)
         if extraction is None:
             return ConsolidationResult("failed", reason="unreadable")
-        return self._apply(place, extraction, {m.id for m in known}, shown, ref, role, person_name)
+        if extraction.cut and not extraction.facts and not extraction.corrections:
+            return ConsolidationResult("failed", reason="cut")
+        result = self._apply(place, extraction, {m.id for m in known}, shown, ref, role, person_name)
+        if extraction.cut and result.reason is None:
+            result.reason = "cut"
+        return result
 
     def _apply(
         self, place: Place, extraction: Extraction, shown_ids: set[str], shown: list[Message],

@@ -197,7 +197,18 @@ def test_untrusted_and_failed_tool_output_never_reaches_the_model(server: FakeLL
 def test_cut_answer_keeps_each_whole_fact_before_the_cut(server: FakeLLMServer) -> None:
     server.script('{"facts": [{"text": "Has a cat called Miso"}, {"text": "Runs marathons"}, {"text": "Lik')
     result = make(server).consolidate(PLACE, TRANSCRIPT, "conv-1")
-    assert (result.status, result.added) == ("done", 2)
+    assert (result.status, result.added, result.reason) == ("done", 2, "cut")
+    assert result.to_json()["reason"] == "cut"
+
+
+def test_a_cut_answer_without_one_whole_fact_fails_and_can_be_retried(server: FakeLLMServer) -> None:
+    server.script('{"facts": [{"text": "Has a cat called Mi', '{"facts": [{"text": "Has a cat called Miso"}]}')
+    service = make(server)
+    first = service.consolidate(PLACE, TRANSCRIPT, "conv-1")
+    assert (first.status, first.reason, first.added) == ("failed", "cut", 0)
+    again = service.consolidate(PLACE, TRANSCRIPT, "conv-1")  # the ref was released
+    assert (again.status, again.added, again.reason) == ("done", 1, None)
+    assert service.consolidate(PLACE, TRANSCRIPT, "conv-1").status == "already"
 
 
 def test_masked_text_and_the_persons_language(server: FakeLLMServer) -> None:
