@@ -4,6 +4,8 @@ and tombstones that keep a forgotten id from coming back.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -132,6 +134,16 @@ class WritingContract(ContractBase):
         with store.read(there) as tx:
             assert tx.get(theirs.id).last_used_at is None  # type: ignore[union-attr]
         assert store.mark_used(here, [], self.at(701)) == []
+
+    def test_store_mark_used_answers_whole_memories_with_their_vectors(self, store: Store) -> None:
+        here = self.place(store)
+        with_vector = self.memory(store, here, "has a vector", embedding=self.embedding(3, 4), kind="goal")
+        bare = self.memory(store, here, "has none")
+        self.keep(store, here, with_vector, bare)
+        got = {m.id: m for m in store.mark_used(here, [with_vector.id, bare.id], self.at(702))}
+        self.assert_same(got[with_vector.id], replace(with_vector, last_used_at=self.at(702)))
+        self.assert_same(got[bare.id], replace(bare, last_used_at=self.at(702)))
+        assert got[bare.id].embedding is None
 
     def test_mark_seen_counts_only_unseen(self, store: Store) -> None:
         here = self.place(store)
