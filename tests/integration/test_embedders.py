@@ -259,7 +259,7 @@ def test_openai_embedder_gives_up_on_a_hanging_server_within_its_timeout_retries
         pytest.raises(EmbedderError, match="within 0.6 s") as caught,
     ):
         embedder.embed([PRIVATE])
-    assert time.monotonic() - started < 1.2  # not 6 tries of 0.6 s
+    assert time.monotonic() - started < 2.5  # not 6 tries of 0.6 s (3.6 s at the least)
     assert len(server.requests) == 1
     assert "Jana" not in str(caught.value)
     with pytest.raises(ValueError, match="timeout"):

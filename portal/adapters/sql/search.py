@@ -30,13 +30,13 @@ from portal.memory.types import Embedding
 from .tables import VectorType, memories
 
 if TYPE_CHECKING:
-    from .store import _SqlTx
+    from .transaction import SqlTx
 
 M = memories.c
 _TOKEN = re.compile(r"[^\w]+", re.UNICODE)
 
 
-def nearest_rows(tx: _SqlTx, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
+def nearest_rows(tx: SqlTx, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
     same_space = [M.embedding_model == query.model, M.embedding_dim == query.dim]
     where = [tx.here(), *tx.filtered(filters), *same_space]
     if tx.store.postgres:
@@ -47,7 +47,7 @@ def nearest_rows(tx: _SqlTx, query: Embedding, limit: int, filters: Filters) -> 
     return cosine_top(query.vector, ids, matrix, limit, norms=norms)
 
 
-def place_matrix(tx: _SqlTx, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray]:
+def place_matrix(tx: SqlTx, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray]:
     """SQLite: the ids, vectors and vector lengths of the place's memories passing the filters, in
     this model and size. The blobs are read as raw bytes and joined into one matrix (no array per
     row); a read transaction keeps the matrix for its other rankings (a recall ranks by meaning more
@@ -66,7 +66,7 @@ def place_matrix(tx: _SqlTx, model: str, dim: int, filters: Filters) -> tuple[li
     return found
 
 
-def mean_vector(tx: _SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+def mean_vector(tx: SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray | None:
     where = [tx.here(), *tx.filtered(filters), M.embedding_model == model, M.embedding_dim == dim]
     if tx.store.postgres:
         # sum / count: pgvector's avg() accumulates in double precision and took 2.5 of the 3.4 ms
@@ -94,7 +94,7 @@ _TERM_COUNT: ColumnClause[Any] = literal_column(
 )
 
 
-def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
+def words_ranking(tx: SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
     """BM25 of the query's terms over the place's memories, or the fragment match when no term is
     found: the same ranking as the in-memory store's, on the stored terms (`search_text`)."""
     wanted = query_terms(query)
@@ -121,7 +121,7 @@ def words_ranking(tx: _SqlTx, query: str, limit: int, filters: Filters) -> list[
     return fragment_top(wanted, [(r.id, (r.search_text or "").split()) for r in everything], limit)
 
 
-def _place_terms_ranking(tx: _SqlTx, wanted: list[str], where: list[Any], limit: int) -> list[tuple[str, float]]:
+def _place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: int) -> list[tuple[str, float]]:
     """PostgreSQL: one statement reads the place's terms through the (owner_id, scope, ...) index,
     at most a person's memories however large the database, and BM25 picks among them in process.
 

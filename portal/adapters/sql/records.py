@@ -1,0 +1,140 @@
+"""A place's records beside its memories: tombstones, settings, consolidation refs and idempotency
+receipts. A mixin of `SqlTx`, which gives it `conn`, `place`, `bound` and `store`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, delete, insert, literal, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from portal.memory.store import Settings
+from portal.memory.types import Place, Receipt
+
+from .statements import PAUSED, TOMBSTONED, now
+from .tables import (
+    consolidation_refs,
+    idempotency_receipts,
+    memories,
+    memory_settings,
+    memory_tombstones,
+)
+
+if TYPE_CHECKING:
+    from .store import SqlStore
+
+
+class PlaceRecords:
+    conn: Connection
+    place: Place
+    bound: dict[str, str]
+    store: SqlStore
+
+    def here(self, table: Any = memories) -> ColumnElement[bool]:
+        """This place in `table`'s WHERE clause (every table holding a person's rows has both columns)."""
+        return and_(table.c.owner_id == self.place.owner_id, table.c.scope == self.place.scope)
+
+
+    def tombstone(self, ids: Sequence[str], at: datetime) -> None:
+        for memory_id in dict.fromkeys(ids):
+            if not self.is_tombstoned(memory_id):
+                self.conn.execute(
+                    insert(memory_tombstones).values(
+                        owner_id=self.place.owner_id, scope=self.place.scope, memory_id=memory_id, forgotten_at=at
+                    )
+                )
+
+    def is_tombstoned(self, memory_id: str) -> bool:
+        found = self.conn.execute(TOMBSTONED, {**self.bound, "memory_id": memory_id}).first()
+        return found is not None
+
+    def settings(self) -> Settings:
+        paused = self.conn.execute(PAUSED, self.bound).scalar()
+        return Settings(paused=bool(paused))
+
+    def set_settings(self, settings: Settings) -> None:
+        values = {"paused": settings.paused, "updated_at": now()}
+        done = self.conn.execute(update(memory_settings).where(self.here(memory_settings)).values(**values)).rowcount
+        if not done:
+            self.conn.execute(
+                insert(memory_settings).values(owner_id=self.place.owner_id, scope=self.place.scope, **values)
+            )
+
+    def claim_ref(self, ref: str, at: datetime) -> bool:
+        exists = self.conn.execute(
+            select(literal(1)).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
+        ).first()
+        if exists:
+            return False
+        self.conn.execute(
+            insert(consolidation_refs).values(owner_id=self.place.owner_id, scope=self.place.scope, ref=ref, claimed_at=at)
+        )
+        return True
+
+    def release_ref(self, ref: str) -> bool:
+        return bool(
+            self.conn.execute(
+                delete(consolidation_refs).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
+            ).rowcount
+        )
+
+    # ---------------------------------------------------------------- receipts
+
+    def get_receipt(self, key: str) -> Receipt | None:
+        row = self.conn.execute(
+            select(idempotency_receipts).where(self.here(idempotency_receipts), idempotency_receipts.c.key == key)
+        ).mappings().first()
+        if row is None:
+            return None
+        response = json.loads(self.store.decrypt(row["response"])) if row["response"] is not None else None
+        return Receipt(
+            key=row["key"], request_hash=row["request_hash"], status=row["status"], response=response,
+            memory_ids=tuple(json.loads(row["memory_ids"])), created_at=row["created_at"], redacted=row["redacted"],
+        )
+
+    def put_receipt(self, receipt: Receipt) -> bool:
+        # Under the place's write lock, so looking first is race-free (and keeps PostgreSQL's
+        # transaction clean, which a unique violation would abort).
+        if self.get_receipt(receipt.key) is not None:
+            return False
+        response = None if receipt.response is None else self.store.encrypt(json.dumps(receipt.response))
+        self.conn.execute(
+            insert(idempotency_receipts).values(
+                owner_id=self.place.owner_id, scope=self.place.scope, key=receipt.key,
+                request_hash=receipt.request_hash, status=receipt.status, response=response,
+                memory_ids=json.dumps(list(receipt.memory_ids)), redacted=receipt.redacted,
+                created_at=receipt.created_at or now(),
+            )
+        )
+        return True
+
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
+        t = idempotency_receipts.c
+        return bool(
+            self.conn.execute(
+                update(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key).values(
+                    status=status, memory_ids=json.dumps(list(memory_ids)),
+                    response=None if response is None else self.store.encrypt(json.dumps(response)),
+                )
+            ).rowcount
+        )
+
+    def drop_receipt(self, key: str) -> bool:
+        t = idempotency_receipts.c
+        return bool(self.conn.execute(delete(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key)).rowcount)
+
+    def redact_receipts(self, memory_id: str) -> int:
+        t = idempotency_receipts.c
+        return self.conn.execute(
+            update(idempotency_receipts)
+            # The id is matched as one quoted JSON element; autoescape keeps `_` and `%` in an id literal.
+            .where(
+                self.here(idempotency_receipts), t.redacted.is_(False),
+                t.memory_ids.contains(json.dumps(memory_id), autoescape=True),
+            )
+            .values(response=None, redacted=True)
+        ).rowcount

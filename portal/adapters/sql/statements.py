@@ -1,0 +1,139 @@
+"""The statements of every remember and recall, built once (building one costs more than running it
+on SQLite), with the place and the values as bound parameters; and the conversions of rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import (
+    LargeBinary,
+    and_,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    type_coerce,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.sql.elements import ColumnElement
+
+from portal.memory.types import Source
+
+from .tables import (
+    memories,
+    memory_places,
+    memory_revisions,
+    memory_settings,
+    memory_tombstones,
+)
+
+M = memories.c
+R = memory_revisions.c
+
+
+def bound_place(table: Any) -> ColumnElement[bool]:
+    return and_(table.c.owner_id == bindparam("place_owner"), table.c.scope == bindparam("place_scope"))
+
+
+def new_token(upsert: Any) -> Any:
+    statement = upsert(memory_places).values(
+        owner_id=bindparam("place_owner"), scope=bindparam("place_scope"), token=bindparam("token")
+    )
+    return statement.on_conflict_do_update(index_elements=["owner_id", "scope"], set_={"token": statement.excluded.token})
+
+
+# Statements run on every remember or recall, built once (building one costs more than running it
+# on SQLite); the place and values come as bound parameters.
+GET = select(memories).where(bound_place(memories), M.id == bindparam("memory_id"))
+GET_MANY = select(memories).where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)))
+FIND_WORDS = select(memories).where(bound_place(memories), M.state == "active", M.words_key == bindparam("words_key")).limit(1)
+TOMBSTONED = select(literal(1)).where(
+    bound_place(memory_tombstones), memory_tombstones.c.memory_id == bindparam("memory_id")
+)
+PAUSED = select(memory_settings.c.paused).where(bound_place(memory_settings))
+NEW_TOKEN_PG = new_token(pg_insert)
+NEW_TOKEN_SQLITE = new_token(sqlite_insert)
+
+TOKEN = select(memory_places.c.token).where(bound_place(memory_places))
+MARK_USED = (
+    update(memories)
+    .where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active")
+    .values(last_used_at=bindparam("used_at"))
+    .returning(*memories.c)
+)
+# PostgreSQL, in one round trip (a statement of its own, autocommit):
+# - the place's advisory lock first, in a subquery evaluated once (an InitPlan) before any row is
+#   updated, so that its rows are locked only once no write to the place is running: a write
+#   holding one of them and wanting another would otherwise deadlock with it;
+# - `synchronous_commit` off for its own transaction only (set_config's third argument), so it
+#   does not wait for the WAL to reach the disk: a use time is a hint, and a crash losing the
+#   last ones costs nothing that matters. Made in the WHERE clause: for every row written.
+PLACE_LOCK = select(literal(1)).select_from(
+    select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("lock_key"), 0)).label("lock")).subquery()
+).scalar_subquery()
+# The vector comes back in pgvector's binary form (see `pg_vector`), not as text to parse.
+MARK_USED_PG = (
+    update(memories)
+    .where(
+        bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active",
+        PLACE_LOCK == 1, func.set_config("synchronous_commit", "off", True).is_not(None),
+    )
+    .values(last_used_at=bindparam("used_at"))
+    .returning(
+        *[c for c in memories.c if c.name != "embedding"],
+        type_coerce(func.vector_send(M.embedding), LargeBinary).label("embedding_sent"),
+    )
+)
+
+
+def pg_vector(sent: bytes) -> np.ndarray:
+    """A vector from pgvector's binary form (`vector_send`): a 4-byte header (dimensions, unused),
+    then big-endian float4. Reading it takes microseconds; the text form took 40 µs a vector."""
+    return np.frombuffer(sent, dtype=">f4", offset=4).astype(np.float32)
+
+# Built once: a statement made per call with .values(...) costs more to build than to run on SQLite.
+INSERT_COUNTING = (
+    insert(memories)
+    .from_select(
+        [c.name for c in memories.c],
+        select(*[bindparam(f"new_{c.name}", type_=c.type) for c in memories.c]).where(
+            ~exists().where(bound_place(memory_tombstones), memory_tombstones.c.memory_id == bindparam("new_id"))
+        ),
+    )
+    .returning(select(func.count()).where(bound_place(memories), M.state == "active").scalar_subquery())
+)
+
+
+def could_be_id(value: object) -> bool:
+    """Whether a value could be a stored id: ids come from callers (URLs, JSON), and a string the
+    database cannot even be sent (a NUL, a lone surrogate from a JSON escape) names nothing."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def sources_json(sources: Sequence[Source]) -> str:
+    return json.dumps([s.to_json() for s in sources])
+
+
+def sources_of(raw: str) -> tuple[Source, ...]:
+    return tuple(Source.from_json(s) for s in json.loads(raw or "[]"))
+
+
+def now() -> datetime:
+    from portal.memory.ports import utc_now
+
+    return utc_now()

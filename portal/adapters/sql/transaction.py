@@ -1,0 +1,374 @@
+"""One transaction on one place of the SQL store: reading, ranking (through the recall cache when
+it can), writing, and the conversion of rows to memories."""
+
+from __future__ import annotations
+
+import builtins
+import secrets
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import (
+    LargeBinary,
+    delete,
+    func,
+    insert,
+    select,
+    type_coerce,
+    update,
+)
+from sqlalchemy.engine import Connection, RootTransaction, RowMapping
+from sqlalchemy.sql.elements import ColumnElement
+
+from portal.memory.ranking import bag, words_top
+from portal.memory.recall_index import Entry, PlaceIndex
+from portal.memory.store import Cursor, Filters
+from portal.memory.text import search_text, terms
+from portal.memory.types import Embedding, Memory, Place, Revision
+
+from .engine import place_lock_key
+from .records import PlaceRecords
+from .search import mean_vector, nearest_rows, words_ranking
+from .statements import (
+    FIND_WORDS,
+    GET,
+    GET_MANY,
+    INSERT_COUNTING,
+    MARK_USED,
+    MARK_USED_PG,
+    NEW_TOKEN_PG,
+    NEW_TOKEN_SQLITE,
+    TOKEN,
+    could_be_id,
+    pg_vector,
+    sources_json,
+    sources_of,
+)
+from .tables import (
+    memories,
+    memory_revisions,
+)
+
+if TYPE_CHECKING:
+    from .store import SqlStore
+
+M = memories.c
+R = memory_revisions.c
+
+
+class SqlTx(PlaceRecords):
+    """One transaction on one place (see `portal.memory.store.StoreTx`)."""
+
+    def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place, writable: bool = False) -> None:
+        self.store = store
+        self.conn = conn
+        self.place = place
+        self._trans = trans
+        # Vector matrices read in this transaction (SQLite), kept for its later rankings; only in a
+        # read transaction, whose snapshot cannot change under it.
+        self.matrices: dict[Any, Any] | None = None if writable else {}
+        self.writable = writable
+        # Whether this transaction changed what recall ranks; its commit then replaces the token.
+        self.changed = False
+        self._index: PlaceIndex | None | bool = False  # False: not looked up yet
+        # The place as the bound parameters of the statements built once below.
+        self.bound = {"place_owner": place.owner_id, "place_scope": place.scope}
+
+    def commit(self) -> None:
+        if self.changed:
+            self._replace_token()
+        self._trans.commit()
+
+    def _replace_token(self) -> None:
+        statement = NEW_TOKEN_PG if self.store.postgres else NEW_TOKEN_SQLITE
+        self.conn.execute(statement, {**self.bound, "token": secrets.token_hex(16)})
+
+    def place_index(self, filters: Filters) -> PlaceIndex | None:
+        """The place's ranking data from the recall cache, read afresh when its token changed; None
+        in a write transaction, without a cache, or for filters the index cannot answer.
+
+        The token is read before the memories: in a snapshot both come from one state, and without
+        one (`read(snapshot=False)`) the memories are at least as new as the token they are kept
+        under, never older; a newer token then makes the next reader read them again."""
+        cache = self.store.recall_cache
+        if cache is None or self.writable or not PlaceIndex.serves(filters):
+            return None
+        if self._index is False:
+            token = self.conn.execute(TOKEN, self.bound).scalar_one_or_none()
+            if token is None:  # nothing written here yet (or erased): nothing to keep
+                cache.forget(self.place)
+                self._index = None
+            else:
+                index = cache.get(self.place, token)
+                if index is None:
+                    index = PlaceIndex(token, self._entries())
+                    cache.put(self.place, index)
+                self._index = index
+        return self._index if isinstance(self._index, PlaceIndex) else None
+
+    def _entries(self) -> builtins.list[Entry]:
+        words = M.search_text if self.store.searches_text else M.text
+        # The vectors as bytes: SQLite's blobs as they are; pgvector's binary form (`vector_send`:
+        # a 4-byte header, then big-endian float4), read in microseconds where parsing the text
+        # form of 1,000 vectors took 30 ms.
+        postgres = self.store.postgres
+        vector = type_coerce(func.vector_send(M.embedding) if postgres else M.embedding, LargeBinary)
+        rows = self.conn.execute(
+            select(M.id, M.kind, M.created_at, words, M.embedding_model, M.embedding_dim, vector)
+            .where(self.here(), M.state == "active")
+        ).all()
+        entries = []
+        for memory_id, kind, created_at, stored, model, _dim, raw in rows:
+            found = None
+            if raw is not None and model:
+                found = Embedding(model, pg_vector(raw) if postgres else np.frombuffer(raw, dtype=np.float32))
+            toks = (stored or "").split() if self.store.searches_text else terms(self.store.decrypt(stored))
+            # Interned: a person's memories share most of their terms; one string for each.
+            entries.append(Entry(memory_id, kind, created_at, [sys.intern(t) for t in toks], found))
+        return entries
+
+    # ---------------------------------------------------------------- reading
+
+    def get(self, memory_id: str) -> Memory | None:
+        if not could_be_id(memory_id):
+            return None
+        row = self.conn.execute(GET, {**self.bound, "memory_id": memory_id}).mappings().first()
+        return self._memory(row) if row else None
+
+    def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
+        wanted = [i for i in ids if could_be_id(i)]
+        if not wanted:
+            return []
+        rows = self.conn.execute(GET_MANY, {**self.bound, "ids": wanted}).mappings().all()
+        by_id = {r["id"]: self._memory(r) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
+
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]:
+        query = select(memories).where(self.here(), *self.filtered(filters))
+        if after is not None:
+            query = query.where(
+                (M.created_at < after.created_at) | ((M.created_at == after.created_at) & (M.id < after.id))
+            )
+        query = query.order_by(M.created_at.desc(), M.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        return [self._memory(r) for r in self.conn.execute(query).mappings()]
+
+    def count(self, state: str = "active") -> int:
+        return int(self.conn.execute(select(func.count()).where(self.here(), M.state == state)).scalar_one())
+
+    def find_words(self, words_key: str) -> Memory | None:
+        row = self.conn.execute(FIND_WORDS, {**self.bound, "words_key": words_key}).mappings().first()
+        return self._memory(row) if row else None
+
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        index = self.place_index(filters)
+        return index.nearest(query, limit, filters) if index else nearest_rows(self, query, limit, filters)
+
+    def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        index = self.place_index(filters)
+        return index.mean_vector(model, dim, filters) if index else mean_vector(self, model, dim, filters)
+
+    def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        index = self.place_index(filters)
+        if index:
+            return index.search_words(query, limit, filters)
+        if not self.store.searches_text:  # the database holds ciphertext: rank the decrypted text here
+            # In id order, as the database's own word search and the recall cache read them.
+            listed = sorted(self.list(filters), key=lambda m: m.id)
+            return words_top(query, [bag(m.id, terms(m.text)) for m in listed], limit)
+        return words_ranking(self, query, limit, filters)
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+        wanted = [i for i in dict.fromkeys(ids) if could_be_id(i)]
+        index = self.place_index(Filters())
+        found: dict[str, Embedding] = {}
+        if index:
+            found, wanted = index.embeddings(wanted)
+        if wanted:
+            rows = self.conn.execute(
+                select(M.id, M.embedding_model, M.embedding).where(self.here(), M.id.in_(wanted), M.embedding.is_not(None))
+            ).all()
+            found.update((r.id, Embedding(r.embedding_model, r.embedding)) for r in rows if r.embedding_model)
+        return found
+
+    def history(self, memory_id: str) -> builtins.list[Revision]:
+        rows = self.conn.execute(
+            select(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
+            .order_by(R.revision.desc())
+        ).mappings()
+        return [self._revision(r) for r in rows]
+
+    def trim_candidates(self, count: int) -> builtins.list[str]:
+        useful = func.coalesce(M.last_used_at, M.created_at)
+        rows = self.conn.execute(
+            select(M.id).where(self.here(), M.state == "active", M.pinned.is_(False))
+            .order_by(M.importance, useful, M.id).limit(count)
+        )
+        return list(rows.scalars())
+
+    def filtered(self, filters: Filters) -> builtins.list[ColumnElement[bool]]:
+        where: builtins.list[ColumnElement[bool]] = []
+        if filters.state is not None:
+            where.append(M.state == filters.state)
+        if filters.kinds is not None:
+            where.append(M.kind.in_(list(filters.kinds)))
+        if filters.channel is not None:
+            where.append(M.channel == filters.channel)
+        if filters.seen is not None:
+            where.append(M.seen.is_(filters.seen))
+        if filters.pinned is not None:
+            where.append(M.pinned.is_(filters.pinned))
+        if filters.created_after is not None:
+            where.append(M.created_at > filters.created_after)
+        if filters.created_before is not None:
+            where.append(M.created_at < filters.created_before)
+        return where
+
+    # ---------------------------------------------------------------- writing
+
+    def insert(self, memory: Memory) -> int:
+        # One statement: inserted unless the id is tombstoned here, and the count rides on it
+        # (under the cap's threshold the cap costs no query).
+        values = {f"new_{k}": v for k, v in self._row(memory).items()}
+        before = self.conn.execute(INSERT_COUNTING, {**values, **self.bound}).scalar_one_or_none()
+        if before is None:
+            raise ValueError("id already used")
+        self.changed = True
+        # RETURNING sees the snapshot before the insert on PostgreSQL, after it on SQLite.
+        return int(before) + (1 if self.store.postgres and memory.state == "active" else 0)
+
+    def save(self, memory: Memory, expected_revision: int) -> bool:
+        row = self._row(memory)
+        row.pop("id")
+        row.pop("created_at")
+        done = self.conn.execute(
+            update(memories).where(self.here(), M.id == memory.id, M.revision == expected_revision).values(**row)
+        ).rowcount
+        self.changed = self.changed or bool(done)
+        return bool(done)
+
+    def push_revision(self, revision: Revision) -> None:
+        e = revision.embedding
+        self.conn.execute(
+            insert(memory_revisions).values(
+                memory_id=revision.memory_id, revision=revision.revision, owner_id=self.place.owner_id,
+                scope=self.place.scope, text=self.store.encrypt(revision.text), kind=revision.kind,
+                importance=revision.importance, origin=revision.origin, sources=sources_json(revision.sources),
+                op=revision.op, written_at=revision.written_at,
+                embedding_model=e.model if e else None, embedding=e.vector if e else None,
+            )
+        )
+
+    def pop_revision(self, memory_id: str) -> Revision | None:
+        row = self.conn.execute(
+            select(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
+            .order_by(R.revision.desc()).limit(1)
+        ).mappings().first()
+        if row is None:
+            return None
+        self.conn.execute(
+            delete(memory_revisions).where(
+                self.here(memory_revisions), R.memory_id == memory_id, R.revision == row["revision"]
+            )
+        )
+        return self._revision(row)
+
+    def remove(self, ids: Sequence[str]) -> tuple[int, int]:
+        wanted = list({i for i in ids if could_be_id(i)})
+        if not wanted:
+            return 0, 0
+        revisions = self.conn.execute(
+            delete(memory_revisions).where(self.here(memory_revisions), R.memory_id.in_(wanted))
+        ).rowcount
+        removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
+        self.changed = self.changed or bool(removed)
+        return removed, revisions
+
+    def remove_all(self) -> tuple[int, int]:
+        revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
+        removed = self.conn.execute(delete(memories).where(self.here())).rowcount
+        self.changed = self.changed or bool(removed)
+        return removed, revisions
+
+    def set_state(self, ids: Sequence[str], state: str) -> int:
+        if not ids:
+            return 0
+        done = self.conn.execute(
+            update(memories).where(self.here(), M.id.in_(list(ids)), M.state != state).values(state=state)
+        ).rowcount
+        self.changed = self.changed or bool(done)
+        return done
+
+    def mark_used(self, ids: Sequence[str], at: datetime) -> int:
+        wanted = list({i for i in ids if could_be_id(i)})
+        if not wanted:
+            return 0
+        return self.conn.execute(
+            update(memories).where(self.here(), M.id.in_(wanted), M.state == "active").values(last_used_at=at)
+        ).rowcount
+
+    def mark_used_returning(self, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+        wanted = list(dict.fromkeys(i for i in ids if could_be_id(i)))
+        if not wanted:
+            return []
+        values = {**self.bound, "ids": wanted, "used_at": at}
+        if self.store.postgres:
+            values["lock_key"] = place_lock_key(self.place.owner_id, self.place.scope)
+        if self.store.postgres:
+            rows: Any = [
+                {**r, "embedding": None if r["embedding_sent"] is None else pg_vector(r["embedding_sent"])}
+                for r in self.conn.execute(MARK_USED_PG, values).mappings()
+            ]
+        else:
+            rows = self.conn.execute(MARK_USED, values).mappings().all()
+        by_id = {r["id"]: self._memory(r) for r in rows}
+        return [by_id[i] for i in wanted if i in by_id]
+
+    def mark_seen(self, ids: Sequence[str]) -> int:
+        wanted = list({i for i in ids if could_be_id(i)})
+        if not wanted:
+            return 0
+        return self.conn.execute(
+            update(memories).where(self.here(), M.id.in_(wanted), M.seen.is_(False)).values(seen=True)
+        ).rowcount
+
+    # ---------------------------------------------------------------- rows
+
+    def _row(self, m: Memory) -> dict[str, Any]:
+        e = m.embedding
+        return {
+            "id": m.id, "owner_id": self.place.owner_id, "scope": self.place.scope, "revision": m.revision,
+            "text": self.store.encrypt(m.text),
+            "search_text": search_text(m.text) if self.store.searches_text else None,
+            "words_key": m.words_key, "kind": m.kind, "importance": m.importance, "role": m.role,
+            "origin": m.origin, "sources": sources_json(m.sources), "channel": m.channel, "seen": m.seen,
+            "pinned": m.pinned, "state": m.state, "last_op": m.last_op, "created_at": m.created_at,
+            "updated_at": m.updated_at, "last_used_at": m.last_used_at,
+            "embedding_model": e.model if e else None, "embedding_dim": e.dim if e else None,
+            "embedding": e.vector if e else None,
+        }
+
+    def _memory(self, r: RowMapping) -> Memory:
+        vector = r["embedding"]
+        return Memory(
+            id=r["id"], owner_id=r["owner_id"], scope=r["scope"], revision=r["revision"],
+            text=self.store.decrypt(r["text"]), kind=r["kind"], importance=r["importance"],
+            created_at=r["created_at"], updated_at=r["updated_at"], role=r["role"], origin=r["origin"],
+            sources=sources_of(r["sources"]), channel=r["channel"], seen=bool(r["seen"]), pinned=bool(r["pinned"]),
+            state=r["state"], last_used_at=r["last_used_at"],
+            embedding=Embedding(r["embedding_model"], vector) if vector is not None and r["embedding_model"] else None,
+            last_op=r["last_op"], words_key=r["words_key"],
+        )
+
+    def _revision(self, r: RowMapping) -> Revision:
+        vector = r["embedding"]
+        return Revision(
+            memory_id=r["memory_id"], revision=r["revision"], text=self.store.decrypt(r["text"]), kind=r["kind"],
+            importance=r["importance"], origin=r["origin"], sources=sources_of(r["sources"]),
+            written_at=r["written_at"], op=r["op"],
+            embedding=Embedding(r["embedding_model"], np.asarray(vector, np.float32)) if vector is not None else None,
+        )
