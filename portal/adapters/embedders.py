@@ -288,26 +288,38 @@ class OpenAIEmbedder:
                 time.sleep(min(self.backoff * 2 ** (attempt - 1), max(0.0, deadline - time.monotonic())))
             left = deadline - time.monotonic()
             if left <= 0:
-                failure = "out of time"
                 break
             tried += 1
             try:
-                response = self._client.post(self.url, json=body, timeout=left)
-            except httpx.TransportError as exc:
+                status, content = self._send(body, deadline)
+            except (httpx.TransportError, TimeoutError) as exc:
                 # Only the exception's class: its text may quote the URL's query string.
                 failure = f"{type(exc).__name__}"
                 continue
-            if response.status_code == 429 or response.status_code >= 500:
-                failure = f"HTTP {response.status_code}"
+            if status == 429 or status >= 500:
+                failure = f"HTTP {status}"
                 continue
-            if response.status_code >= 400:
+            if status >= 400:
                 # The body is not quoted: some servers echo the input back in their error.
-                raise EmbedderError(f"embedding endpoint refused the request: HTTP {response.status_code}")
+                raise EmbedderError(f"embedding endpoint refused the request: HTTP {status}")
             try:
-                return response.json()
+                return json.loads(content)
             except ValueError:
                 raise EmbedderError("embedding endpoint answered with something other than JSON") from None
         raise EmbedderError(f"embedding endpoint failed within {self.timeout:g} s ({tried} attempts): {failure}")
+
+    def _send(self, body: dict[str, Any], deadline: float) -> tuple[int, bytes]:
+        """One try: the status and the whole answer, or TimeoutError past the deadline. httpx's
+        timeout bounds each wait (to connect, to send, for the next bytes); the deadline is checked
+        between the chunks of the answer too, so an endpoint answering slowly but steadily is given
+        up on as one that hangs."""
+        with self._client.stream("POST", self.url, json=body, timeout=max(0.001, deadline - time.monotonic())) as answer:
+            chunks = []
+            for chunk in answer.iter_bytes():
+                if time.monotonic() > deadline:
+                    raise TimeoutError("deadline")
+                chunks.append(chunk)
+            return answer.status_code, b"".join(chunks)
 
     def _parse(self, answer: Any, expected: int) -> np.ndarray:
         try:

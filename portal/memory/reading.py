@@ -143,7 +143,7 @@ class Reading:
         query_vector = self._embed(place, query, "query")
         by_id: dict[str, Memory] = {}
         # No snapshot needed: each ranking comes from one read (the recall cache, or one statement),
-        # and a memory gone by the time the hits are read simply drops out.
+        # and a memory forgotten or archived by the time the hits are read simply drops out.
         with self.store.read(place, snapshot=False) as tx:
             lexical = tx.search_words(query, depth, filters)
             if query_vector is None:
@@ -151,7 +151,7 @@ class Reading:
                 # limit-th score can be among the hits, so only those are read.
                 if len(lexical) > limit:
                     lexical = [(i, s) for i, s in lexical if s >= lexical[limit - 1][1]]
-                by_id = {m.id: m for m in tx.get_many([i for i, _ in lexical])}
+                by_id = _active(tx.get_many([i for i, _ in lexical]))
                 ordered = sorted(
                     ((i, s) for i, s in lexical if i in by_id),
                     key=lambda pair: (-pair[1], -by_id[pair[0]].last_useful_at.timestamp()),
@@ -172,7 +172,7 @@ class Reading:
                         fused = self._fuse(semantic, lexical, limit)
                 ranked = [(i, score, "hybrid" if len(how) == 2 else next(iter(how))) for i, score, how in fused]
                 if not mark:
-                    by_id = {m.id: m for m in tx.get_many([i for i, _, _ in ranked])}
+                    by_id = _active(tx.get_many([i for i, _, _ in ranked]))
         if mark and ranked:
             # Marking them used reads them back in the same statement (UPDATE ... RETURNING on the
             # SQL stores); one archived or forgotten since the ranking drops out.
@@ -325,6 +325,11 @@ def decode_cursor(cursor: str) -> Cursor:
         return Cursor(moment, memory_id)
     except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):
         raise InvalidArgument("invalid_cursor") from None
+
+
+def _active(found: builtins.list[Memory]) -> dict[str, Memory]:
+    """Hits read back by id, those still active: one archived since the ranking is not an answer."""
+    return {m.id: m for m in found if m.state == "active"}
 
 
 def _moment(value: Any) -> datetime | None:

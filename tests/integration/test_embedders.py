@@ -166,6 +166,21 @@ def server() -> Iterator[FakeServer]:
                 return self._send(429, {"error": "slow down"})
             if self.path == "/bad/v1/embeddings":
                 return self._send(400, {"error": f"bad input {inputs}"})
+            if self.path == "/trickle/v1/embeddings":
+                # A whole answer, one byte every 0.3 s: each wait is short, the whole is not.
+                data = json.dumps({"data": [{"index": 0, "embedding": [0.1, 0.2, 0.3]}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                for i in range(len(data)):
+                    try:
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                    except OSError:
+                        return None
+                    time.sleep(0.3)
+                return None
             if self.path == "/slow/v1/embeddings":
                 time.sleep(1.5)  # past the client's time; the answer finds nobody waiting
                 try:
@@ -264,6 +279,16 @@ def test_openai_embedder_gives_up_on_a_hanging_server_within_its_timeout_retries
     assert "Jana" not in str(caught.value)
     with pytest.raises(ValueError, match="timeout"):
         OpenAIEmbedder(f"{server.url}/v1", model="fake-embed", timeout=0)
+
+
+def test_openai_embedder_gives_up_on_a_slow_steady_answer_within_its_timeout(server):
+    started = time.monotonic()
+    with (
+        OpenAIEmbedder(f"{server.url}/trickle/v1", model="fake-embed", timeout=1.0, retries=0) as embedder,
+        pytest.raises(EmbedderError, match="TimeoutError"),
+    ):
+        embedder.embed([PRIVATE])
+    assert time.monotonic() - started < 2.0  # the answer alone would take 20 s
 
 
 def test_openai_embedder_reports_an_unreachable_server():

@@ -439,3 +439,30 @@ def test_index_memory_estimate_covers_an_index_read_from_the_database(engine: En
     taken = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert index.nbytes >= 0.8 * taken, (index.nbytes, taken)
+
+
+@pytest.mark.postgres
+def test_a_search_without_marking_never_answers_a_memory_archived_meanwhile(
+    pg_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall reads without a snapshot: another worker's cap may archive a hit between the ranking
+    and the read of the hits (forced here by doing that write just before the read)."""
+    from portal.adapters.sql.transaction import SqlTx
+
+    svc = words_only(pg_engine)
+    coffee = saved(svc.remember(HERE, "I drink coffee every morning"))
+    saved(svc.remember(HERE, "I walk the dog at noon"))
+    other = SqlStore(make_engine(pg_engine.url))
+    real_get_many = SqlTx.get_many
+
+    def archived_meanwhile(self: SqlTx, ids: list[str]) -> list:  # type: ignore[type-arg]
+        with other.write(HERE) as tx:
+            tx.set_state([coffee], "archived")
+            tx.commit()
+        return real_get_many(self, ids)
+
+    monkeypatch.setattr(SqlTx, "get_many", archived_meanwhile)
+    try:
+        assert svc.recall(HERE, "coffee", mark=False) == []
+    finally:
+        other.engine.dispose()
