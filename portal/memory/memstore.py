@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .ranking import Bag, WordIndex, bag, cosine_top, normalize, row_norms, words_top
+from .recall_index import Entry, PlaceIndex
 from .store import Cursor, Filters, NeedsVector, Settings, StoreTx
 from .text import terms
 from .types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
@@ -31,14 +31,12 @@ class _PlaceData:
     refs: dict[str, datetime] = field(default_factory=dict)
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
-    matrices: dict[tuple[str, int], tuple[builtins.list[str], np.ndarray, np.ndarray]] = field(default_factory=dict)
     # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
     # memory's text changes or the memory is removed (nothing of an erased text stays behind).
-    terms: dict[str, Bag] = field(default_factory=dict)
-    # Derived from the active memories for unfiltered recalls, kept until a write changes them
-    # (see `_Tx._w`): the mean of the unit vectors of each model and size, and the word index.
-    means: dict[tuple[str, int], np.ndarray | None] = field(default_factory=dict)
-    lexicon: WordIndex | None = None
+    terms: dict[str, builtins.list[str]] = field(default_factory=dict)
+    # What recall ranks (the SQL stores' recall cache keeps the same), built from the active
+    # memories on first use and kept until a write changes them (see `_Tx._w`).
+    index: PlaceIndex | None = None
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -49,12 +47,16 @@ class _PlaceData:
             receipts=dict(self.receipts),
             tombstones=dict(self.tombstones),
             terms=dict(self.terms),
-            # The vector matrices stay valid until a write changes which memories are active or
-            # their vectors (see `_Tx._w`): a recall's mark_used must not throw them away.
-            matrices=dict(self.matrices),
-            means=dict(self.means),
-            lexicon=self.lexicon,
+            # Valid until a write changes which memories are active, their text, kind, time or
+            # vectors (see `_Tx._w`): a recall's mark_used must not throw it away.
+            index=self.index,
         )
+
+
+def _served(filters: Filters) -> Filters:
+    """The filters left for an index to apply: all of them for the place's own index, none for
+    one made of the memories that passed them already."""
+    return filters if PlaceIndex.serves(filters) else Filters()
 
 
 def matches(memory: Memory, filters: Filters) -> bool:
@@ -91,14 +93,12 @@ class _Tx:
             self._data = self._data.copy()
 
     def _w(self, vectors: bool = False) -> _PlaceData:
-        """The data to change; `vectors` when the change may alter the active memories or their
-        vectors, which drops the cached matrices."""
+        """The data to change; `vectors` when the change may alter what recall ranks (the active
+        memories, their text, kind, time or vectors), which drops the place's index."""
         if not self._writable:
             raise RuntimeError("read transaction")
         if vectors:
-            self._data.matrices.clear()
-            self._data.means.clear()
-            self._data.lexicon = None
+            self._data.index = None
         return self._data
 
     # reading
@@ -126,54 +126,42 @@ class _Tx:
                 return m.copy()
         return None
 
-    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        ids, matrix, norms = self._matrix(query, filters)
-        return cosine_top(query.vector, ids, matrix, limit, norms=norms)
+    def _index(self, filters: Filters) -> PlaceIndex | None:
+        """The place's index for filters it can answer (kinds, times), else None (a scan)."""
+        if not PlaceIndex.serves(filters):
+            return None
+        data = self._data
+        if data.index is None:
+            data.index = PlaceIndex("", [
+                Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding)
+                for m in data.memories.values() if m.state == "active"
+            ])
+        return data.index
 
-    def _matrix(self, query: Embedding, filters: Filters) -> tuple[builtins.list[str], np.ndarray, np.ndarray]:
-        """The ids, vectors and vector lengths of the memories passing the filters with vectors of
-        the query's space."""
-        key = (query.model, query.dim)
-        cached = self._data.matrices.get(key) if filters == Filters() else None
-        if cached is None:
-            rows = [
-                m for m in self._data.memories.values()
-                if m.embedding is not None and (m.embedding.model, m.embedding.dim) == key and matches(m, filters)
-            ]
-            ids = [m.id for m in rows]
-            matrix = np.stack([m.embedding.vector for m in rows]) if rows else np.zeros((0, query.dim), np.float32)  # type: ignore[union-attr]
-            cached = (ids, matrix, row_norms(matrix))
-            if filters == Filters():
-                self._data.matrices[key] = cached
-        return cached
+    def _terms(self, memory: Memory) -> builtins.list[str]:
+        found = self._data.terms.get(memory.id)
+        if found is None:
+            found = self._data.terms[memory.id] = terms(memory.text)
+        return found
+
+    def _scanned(self, filters: Filters) -> PlaceIndex:
+        """An index of the memories passing filters the place's index cannot answer."""
+        return PlaceIndex("", [
+            Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding)
+            for m in self._data.memories.values() if matches(m, filters)
+        ])
+
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        index = self._index(filters) or self._scanned(filters)
+        return index.nearest(query, limit, _served(filters))
 
     def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
-        key = (model, dim)
-        if filters == Filters() and key in self._data.means:
-            return self._data.means[key]
-        _, matrix, _ = self._matrix(Embedding(model, np.zeros(dim, np.float32)), filters)
-        mean = normalize(matrix).mean(axis=0).astype(np.float32) if len(matrix) else None
-        if filters == Filters():
-            self._data.means[key] = mean
-        return mean
+        index = self._index(filters) or self._scanned(filters)
+        return index.mean_vector(model, dim, _served(filters))
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        if filters == Filters():
-            if self._data.lexicon is None:
-                self._data.lexicon = WordIndex(self._bags(filters))
-            return self._data.lexicon.top(query, limit)
-        return words_top(query, self._bags(filters), limit)
-
-    def _bags(self, filters: Filters) -> builtins.list[Bag]:
-        cache = self._data.terms
-        docs: builtins.list[Bag] = []
-        for m in self._data.memories.values():
-            if matches(m, filters):
-                found = cache.get(m.id)
-                if found is None:
-                    found = cache[m.id] = bag(m.id, terms(m.text))
-                docs.append(found)
-        return docs
+        index = self._index(filters) or self._scanned(filters)
+        return index.search_words(query, limit, _served(filters))
 
     def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
         found = ((i, self._data.memories.get(i)) for i in ids if isinstance(i, str))

@@ -55,18 +55,27 @@ class PlaceIndex:
     `nearest`, `mean_vector`, `search_words` and `embeddings` as the store itself would, for
     filters on kind and creation time (`serves`)."""
 
-    __slots__ = ("token", "nbytes", "_ids", "_kinds", "_created", "_bags", "_words", "_spaces", "_means", "_embeddings", "_known")
+    __slots__ = (
+        "token", "nbytes", "_ids", "_kind_of", "_created_at", "_kinds", "_created", "_terms", "_bags", "_words",
+        "_spaces", "_means", "_embeddings", "_known",
+    )
 
     def __init__(self, token: str, entries: Sequence[Entry]) -> None:
         ordered = sorted(entries, key=lambda e: e.id)
         self.token = token
         self._ids = [e.id for e in ordered]
-        self._known = frozenset(self._ids)
-        self._kinds = np.array([e.kind for e in ordered], dtype=object)
-        self._created = np.array([e.created_at.timestamp() for e in ordered], dtype=np.float64)
-        self._bags: list[Bag] = [bag(e.id, list(e.terms)) for e in ordered]
+        # What only some queries need is made on first use (a store ranking by meaning alone, as a
+        # duplicate check on a write does, never pays for the rest): the kinds and times as arrays
+        # for filters, the terms counted into bags for the word search, the vectors by id.
+        self._kind_of = [e.kind for e in ordered]
+        self._created_at = [e.created_at for e in ordered]
+        self._kinds: np.ndarray | None = None
+        self._created: np.ndarray | None = None
+        self._terms = [e.terms for e in ordered]
+        self._bags: list[Bag] | None = None
         self._words: WordIndex | None = None
-        self._embeddings: dict[str, Embedding] = {}
+        self._embeddings: dict[str, Embedding] | None = None
+        self._known: frozenset[str] | None = None
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
         grouped: dict[tuple[str, int], list[int]] = {}
@@ -77,8 +86,6 @@ class PlaceIndex:
         for key, positions in grouped.items():
             matrix = np.stack([ordered[p].embedding.vector for p in positions]).astype(np.float32, copy=False)  # type: ignore[union-attr]
             self._spaces[key] = (np.array(positions), [self._ids[p] for p in positions], matrix, row_norms(matrix))
-            # Views of the matrix's rows: each vector is held once.
-            self._embeddings.update((self._ids[p], Embedding(key[0], matrix[row])) for row, p in enumerate(positions))
         self._means: dict[tuple[str, int], np.ndarray] = {}
         self.nbytes = sum(space[2].nbytes for space in self._spaces.values()) + ENTRY_OVERHEAD * len(ordered)
 
@@ -99,6 +106,9 @@ class PlaceIndex:
         """Which memories pass the filters (a boolean mask over _ids), None when all do."""
         if filters.kinds is None and filters.created_after is None and filters.created_before is None:
             return None
+        if self._kinds is None or self._created is None:
+            self._kinds = np.array(self._kind_of, dtype=object)
+            self._created = np.array([t.timestamp() for t in self._created_at], dtype=np.float64)
         mask = np.ones(len(self._ids), dtype=bool)
         if filters.kinds is not None:
             mask &= np.isin(self._kinds, list(filters.kinds))
@@ -140,6 +150,8 @@ class PlaceIndex:
         return mean
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        if self._bags is None:
+            self._bags = [bag(i, list(t)) for i, t in zip(self._ids, self._terms, strict=True)]
         mask = self._passing(filters)
         if mask is None:
             if self._words is None:
@@ -149,6 +161,13 @@ class PlaceIndex:
 
     def embeddings(self, ids: Sequence[str]) -> tuple[dict[str, Embedding], builtins.list[str]]:
         """The vectors of these memories, and the ids it does not know (not active here)."""
+        if self._embeddings is None or self._known is None:
+            # Views of the matrices' rows: each vector is held once.
+            self._embeddings = {
+                ids_[row]: Embedding(model, matrix[row])
+                for (model, _), (_, ids_, matrix, _) in self._spaces.items() for row in range(len(ids_))
+            }
+            self._known = frozenset(self._ids)
         found = {i: e for i in ids if (e := self._embeddings.get(i)) is not None}
         return found, [i for i in ids if i not in found and i not in self._known]
 
