@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -51,12 +51,6 @@ class _PlaceData:
             # vectors (see `_Tx._w`): a recall's mark_used must not throw it away.
             index=self.index,
         )
-
-
-def _served(filters: Filters) -> Filters:
-    """The filters left for an index to apply: all of them for the place's own index, none for
-    one made of the memories that passed them already."""
-    return filters if PlaceIndex.serves(filters) else Filters()
 
 
 def matches(memory: Memory, filters: Filters) -> bool:
@@ -126,17 +120,18 @@ class _Tx:
                 return m.copy()
         return None
 
-    def _index(self, filters: Filters) -> PlaceIndex | None:
-        """The place's index for filters it can answer (kinds, times), else None (a scan)."""
-        if not PlaceIndex.serves(filters):
-            return None
-        data = self._data
-        if data.index is None:
-            data.index = PlaceIndex("", [
-                Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding)
-                for m in data.memories.values() if m.state == "active"
-            ])
-        return data.index
+    def _ranking(self, filters: Filters) -> tuple[PlaceIndex, Filters]:
+        """An index to rank with, and the filters it has left to apply: the place's own index of
+        its active memories (kept between writes) for filters it answers (kinds, times), else one
+        made of the memories passing these filters, which need no more filtering."""
+        if PlaceIndex.serves(filters):
+            if self._data.index is None:
+                self._data.index = self._indexed(m for m in self._data.memories.values() if m.state == "active")
+            return self._data.index, filters
+        return self._indexed(m for m in self._data.memories.values() if matches(m, filters)), Filters()
+
+    def _indexed(self, memories: Iterable[Memory]) -> PlaceIndex:
+        return PlaceIndex("", [Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding) for m in memories])
 
     def _terms(self, memory: Memory) -> builtins.list[str]:
         found = self._data.terms.get(memory.id)
@@ -144,24 +139,17 @@ class _Tx:
             found = self._data.terms[memory.id] = terms(memory.text)
         return found
 
-    def _scanned(self, filters: Filters) -> PlaceIndex:
-        """An index of the memories passing filters the place's index cannot answer."""
-        return PlaceIndex("", [
-            Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding)
-            for m in self._data.memories.values() if matches(m, filters)
-        ])
-
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        index = self._index(filters) or self._scanned(filters)
-        return index.nearest(query, limit, _served(filters))
+        index, left = self._ranking(filters)
+        return index.nearest(query, limit, left)
 
     def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
-        index = self._index(filters) or self._scanned(filters)
-        return index.mean_vector(model, dim, _served(filters))
+        index, left = self._ranking(filters)
+        return index.mean_vector(model, dim, left)
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        index = self._index(filters) or self._scanned(filters)
-        return index.search_words(query, limit, _served(filters))
+        index, left = self._ranking(filters)
+        return index.search_words(query, limit, left)
 
     def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
         found = ((i, self._data.memories.get(i)) for i in ids if isinstance(i, str))
