@@ -41,7 +41,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -337,36 +336,12 @@ def drive(base: str, key: str, owners: list[str], clients: int, duration: float,
 
 
 def machine(server: str) -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal"))
-    except (OSError, StopIteration):
-        mem_kb = 0
-    versions = {}
-    for name in ("gunicorn", "flask", "sqlalchemy", "psycopg", "pgvector", "httpx", "torch", "onnxruntime",
-                 "sentence-transformers"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    """`bench.common.machine()` and the server's PostgreSQL and pgvector versions."""
+    from bench.common import machine as described
+
     pg = admin(server, "SELECT current_setting('server_version'), "
                        "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')")[0]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                check=False).stdout.strip()
-    except OSError:
-        commit = ""
-    return {"cpu": cpu, "cpus": os.cpu_count(), "memory_gb": round(mem_kb / 1024 / 1024, 1),
-            "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
-            "postgresql": pg[0], "pgvector": pg[1], "versions": versions, "commit": commit}
+    return {**described(), "os": f"{platform.system()} {platform.release()}", "postgresql": pg[0], "pgvector": pg[1]}
 
 
 # ---------------------------------------------------------------- the report
@@ -409,7 +384,7 @@ def markdown(result: dict[str, Any]) -> str:
     if best["local"] is not None and best["none"] is not None:
         lines += [
             "",
-            f"Reading: the {m['cpus']} CPUs are the limit, shared by the clients, the workers and PostgreSQL, so "
+            f"Reading: the {m['cores']} CPUs are the limit, shared by the clients, the workers and PostgreSQL, so "
             "more workers than CPUs add processes, not capacity. With the local model every recall and remember "
             "embeds a sentence in the worker, which holds throughput to about "
             f"{best['local']:.0f} req/s against {best['none']:.0f} req/s without a model; list and portrait embed "
@@ -425,7 +400,7 @@ def markdown(result: dict[str, Any]) -> str:
                       for run in result["runs"])
     lines += [
         "",
-        f"Machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gb']} GB, {m['os']}; the clients, gunicorn and "
+        f"Machine: {m['cpu']}, {m['cores']} CPUs, {m['memory_gib']} GiB, {m['os']}; the clients, gunicorn and "
         f"PostgreSQL share it. Load average (1 min) before → after each run: {loads}. "
         f"Run on {result['date']} at commit {m['commit'] or '?'}.",
         "",
