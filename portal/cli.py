@@ -74,13 +74,26 @@ def db() -> None:
     """The database schema."""
 
 
+def _upgrade(runtime: Runtime) -> None:
+    """Migrate to head; a PostgreSQL whose pgvector is missing or too old is a clear error."""
+    from portal.adapters.sql.migrate import upgrade
+    from portal.adapters.sql.vector_extension import VectorExtensionError
+
+    try:
+        upgrade(runtime.engine)
+    except VectorExtensionError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @db.command("upgrade")
 def db_upgrade() -> None:
-    """Apply the migrations (idempotent); creates the vector extension on PostgreSQL."""
-    from portal.adapters.sql.migrate import current_revision, upgrade
+    """Apply the migrations (idempotent); creates the vector extension on PostgreSQL.
+
+    Refuses a PostgreSQL server whose pgvector is older than the version the code needs."""
+    from portal.adapters.sql.migrate import current_revision
 
     runtime = _runtime()
-    upgrade(runtime.engine)
+    _upgrade(runtime)
     click.echo(f"database at revision {current_revision(runtime.engine)}")
 
 
@@ -175,13 +188,14 @@ def api_key_revoke(key_id: str) -> None:
 
 
 @main.command()
-def demo() -> None:
+@click.option("--url", default="http://127.0.0.1:8000/", show_default=True,
+              help="Where the portal will be served, for the sign-in hint (`make run` passes its HOST and PORT).")
+def demo(url: str) -> None:
     """A demo tenant and a demo person with memories; prints how to look at them."""
     from portal.adapters.sql.accounts import AccountError
-    from portal.adapters.sql.migrate import upgrade
 
     runtime = _runtime()
-    upgrade(runtime.engine)
+    _upgrade(runtime)
     found = runtime.tenants.find(DEMO_TENANT) or runtime.tenants.create(DEMO_TENANT)
     place = Place(DEMO_OWNER, found.id)
     kept = 0
@@ -200,7 +214,7 @@ def demo() -> None:
         if exc.code != "email_taken":
             raise click.ClickException(exc.code) from None
     click.echo(f"demo tenant {found.id} ({DEMO_TENANT}); person {DEMO_OWNER} has {kept} memories")
-    click.echo(f"sign in at http://127.0.0.1:8000/ as {DEMO_EMAIL} with the password {DEMO_PASSWORD}")
+    click.echo(f"sign in at {url} as {DEMO_EMAIL} with the password {DEMO_PASSWORD}")
 
 
 @main.group()

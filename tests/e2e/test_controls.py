@@ -11,7 +11,8 @@ from playwright.sync_api import Dialog, Page, expect
 
 from portal.memory import Refused, Saved
 
-from .conftest import CAT, OTHER_TEXT, TEA, LiveServer, Person, editing_row, open_editor, row, screenshot, sign_in
+from ..screenshots import screenshot
+from .conftest import CAT, OTHER_TEXT, TEA, LiveServer, Person, editing_row, open_editor, row, sign_in
 
 
 def test_forget_asks_first_and_the_memory_is_gone(signed_in: Page, live_server: LiveServer, person: Person) -> None:

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from .conftest import CAT, OTHER_NAME, TEA, LiveServer, Person, editing_row, open_editor, row, screenshot, sign_in
+from ..screenshots import screenshot
+from .conftest import CAT, OTHER_NAME, TEA, LiveServer, Person, editing_row, open_editor, row, sign_in
 
 
 def mark_page(page: Page) -> None:

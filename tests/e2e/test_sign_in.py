@@ -8,7 +8,8 @@ from playwright.sync_api import Page, expect
 
 from portal.cli import DEMO_LEARNT, DEMO_MEMORIES
 
-from .conftest import LiveServer, Person, screenshot, sign_in
+from ..screenshots import screenshot
+from .conftest import LiveServer, Person, sign_in
 
 
 def test_a_wrong_password_says_so_and_the_right_one_opens_my_memories(

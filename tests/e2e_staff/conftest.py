@@ -29,8 +29,6 @@ from portal.memory import Saved, Source
 
 from ..status import StatusRecorder, served
 
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -140,9 +138,3 @@ def sign_in(page: Page, base_url: str, who: User) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Find a person")).to_be_visible()
-
-
-def screenshot(page: Page, name: str) -> None:
-    """Save the screen (1280x800) as docs/screenshots/<name>, shown in the README."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / name))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
-from .conftest import MEMORIES, WORDS, Desk, LiveServer, screenshot, sign_in
+from ..screenshots import screenshot
+from .conftest import MEMORIES, WORDS, Desk, LiveServer, sign_in
 
 
 def find_and_open(page: Page, desk: Desk) -> None:

@@ -10,6 +10,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
+from .vector_extension import require_supported
+
 MIGRATIONS = Path(__file__).resolve().parents[3] / "migrations"
 
 
@@ -22,9 +24,15 @@ def alembic_config(engine: Engine | None = None) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the database to `revision` (idempotent: an up-to-date database is left as it is)."""
+    """Bring the database to `revision` (idempotent: an up-to-date database is left as it is).
+
+    On PostgreSQL it first refuses, with VectorExtensionError, a server whose pgvector is missing
+    or older than the code needs, before any migration runs.
+    """
     config = alembic_config(engine)
     with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            require_supported(conn)
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
 
