@@ -102,6 +102,6 @@ def build_runtime(
         names_of=accounts.names_of,
     )
     audit = AuditLog(engine)
-    support = Support(service, accounts, tenants, audit, ErasureRequests(engine))
+    support = Support(service, accounts, tenants, audit, ErasureRequests(engine), store.unit, config.erasure_scope)
     administration = Administration(tenants, accounts, ApiKeys(engine), audit)
     return Runtime(config, engine, store, tenants, service, accounts, audit, support, administration)

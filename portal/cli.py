@@ -279,12 +279,18 @@ def reindex(limit: int | None) -> None:
 
 @main.command("purge-owner")
 @click.argument("owner_id")
+@click.option("--tenant", "tenant_ref", default=None,
+              help="Only in this tenant (name or id). Owner ids are per tenant: without it, every tenant's "
+                   "OWNER_ID is erased, which is right only when the host's owner ids are unique across tenants.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def purge_owner(owner_id: str, yes: bool) -> None:
-    """Erase everything kept about OWNER_ID, in every tenant."""
+def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
+    """Erase everything kept about OWNER_ID, in one tenant (--tenant) or in every tenant."""
+    runtime = _runtime()
+    scopes = [_tenant_id(runtime, tenant_ref)] if tenant_ref is not None else None
     if not yes:
-        click.confirm(f"Erase every memory of {owner_id} in every tenant?", abort=True)
-    counts = _runtime().service.purge_owner(owner_id)
+        where = f"in tenant {tenant_ref}" if scopes else "in EVERY tenant (owner ids are per tenant)"
+        click.confirm(f"Erase every memory of {owner_id} {where}?", abort=True)
+    counts = runtime.service.purge_owner(owner_id, scopes)
     click.echo(json.dumps(counts.to_json()))
 
 
@@ -299,11 +305,10 @@ def export(owner_id: str, tenant_ref: str | None) -> None:
 
 
 def _add_operations() -> None:
-    from portal.cli_operations import prune, rebuild_search, rotate_keys
+    from portal.cli_operations import prune, rotate_keys
 
     main.add_command(prune)
     main.add_command(rotate_keys)
-    db.add_command(rebuild_search)
 
 
 _add_operations()

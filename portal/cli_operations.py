@@ -1,5 +1,5 @@
 """Operations commands of `memory-portal`: retention (`prune`), key rotation (`rotate-keys`) and
-`db rebuild-search`. Registered on the main group by `portal.cli`; docs/operations.md says when to
+Registered on the main group by `portal.cli`; docs/operations.md says when to
 run each. They print counts, never a person's words.
 """
 
@@ -88,17 +88,3 @@ def rotate_keys(batch_size: int) -> None:
     except RotationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(counts.to_json()))
-
-
-@click.command("rebuild-search")
-def rebuild_search() -> None:
-    """Rebuild SQLite's full-text index (run after a VACUUM); nothing to do on PostgreSQL."""
-    from portal.adapters.sql.migrate import rebuild_search_index
-    from portal.cli import _runtime
-
-    engine = _runtime().engine
-    if engine.dialect.name != "sqlite":
-        click.echo("PostgreSQL keeps its search index itself: nothing to rebuild")
-        return
-    rebuild_search_index(engine)
-    click.echo("search index rebuilt")

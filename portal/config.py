@@ -50,6 +50,9 @@ class Config:
     embedding_timeout: float = 10.0
     recall_cache_mb: int = 256
     recall_cache_idle: int = 300
+    # Which scopes the erasure of an account reaches: its tenant's ("tenant"), or every scope
+    # ("all") for a host whose owner ids are unique across its tenants (DESIGN §2).
+    erasure_scope: str = "tenant"
 
     @property
     def production(self) -> bool:
@@ -101,6 +104,9 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         raise ConfigError("MEMORY_LLM_BASE_URL must start with http:// or https://")
     if llm_base_url and not environ.get("MEMORY_LLM_MODEL"):
         raise ConfigError("MEMORY_LLM_MODEL is required with MEMORY_LLM_BASE_URL")
+    erasure_scope = environ.get("MEMORY_ERASURE_SCOPE", "tenant").strip().lower() or "tenant"
+    if erasure_scope not in ("tenant", "all"):
+        raise ConfigError("MEMORY_ERASURE_SCOPE must be tenant or all")
     rules_file = environ.get("MEMORY_RULES_FILE") or None
     if rules_file and not Path(rules_file).is_file():
         raise ConfigError("MEMORY_RULES_FILE does not name a readable file")
@@ -130,6 +136,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         embedding_timeout=float(_int(environ, "MEMORY_EMBEDDING_TIMEOUT", 10, minimum=1)),
         recall_cache_mb=_int(environ, "MEMORY_RECALL_CACHE_MB", 256, minimum=0),
         recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
+        erasure_scope=erasure_scope,
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]

@@ -9,6 +9,8 @@ content-free audit entry (ids, codes, counts, ticket references — never a pers
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from portal.adapters.sql.accounts import Accounts, User
 from portal.adapters.sql.audit import AuditEntry, AuditLog, ErasureRequest, ErasureRequests
 from portal.adapters.sql.tenants import Tenants
+from portal.adapters.sql.uow import SqlUnitOfWork
 from portal.memory import MemoryService, NotFound
 from portal.memory.ports import utc_now
 from portal.memory.types import Memory, Place
@@ -53,12 +56,15 @@ class RequestView:
 
 class Support:
     def __init__(self, service: MemoryService, accounts: Accounts, tenants: Tenants, audit: AuditLog,
-                 erasures: ErasureRequests) -> None:
+                 erasures: ErasureRequests, unit: Callable[[], AbstractContextManager[SqlUnitOfWork]],
+                 erasure_scope: str = "tenant") -> None:
         self.service = service
         self.accounts = accounts
         self.tenants = tenants
         self.audit = audit
         self.erasures = erasures
+        self.unit = unit
+        self.erasure_scope = erasure_scope
 
     # ------------------------------------------------------------------ who sees what
 
@@ -177,27 +183,35 @@ class Support:
         return request
 
     def complete_erasure(self, actor: User, request_id: str, typed: str) -> dict[str, int]:
-        """Erase the person in every scope and delete their account, once the staff member has typed
-        the person's e-mail or owner id. The audit entry is written first, then the completion."""
-        request = self.request(actor, request_id)
-        if request.state != "open":
-            raise Refusal("already_completed")
-        person = self.accounts.get(request.subject_user_id) if request.subject_user_id else None
-        expected = {request.subject_owner_id.lower()} | ({person.email.lower()} if person else set())
-        if typed.strip().lower() not in expected:
-            raise Refusal("confirmation_mismatch")
-        self.audit.record(actor.id, actor.role, "erasure.started", request.subject_owner_id, request.tenant_id,
-                          ticket=request.ticket)
-        counts = self.service.purge_owner(request.subject_owner_id).to_json()
-        counts["accounts"] = int(self.accounts.delete(person.id)) if person else 0
-        # Other open requests for the same person (the person asked from the portal and staff logged
-        # one too) are answered by this erasure: left open they would keep the account id and sit in
-        # the list as overdue forever.
-        others = [r for r in self.erasures.open_for(request.subject_owner_id, request.tenant_id) if r.id != request.id]
-        for done in [request, *others]:
-            self.erasures.complete(done.id, actor.id, counts)
-            self.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,
-                              counts=counts, ticket=done.ticket)
+        """Erase the person and delete their account, once the staff member has typed the person's
+        e-mail or owner id. The erasure reaches the scopes that are the account's (its tenant's;
+        every scope only when the host configured owner ids unique across tenants, DESIGN §2),
+        never another tenant's namesake. The purge, the account's deletion, the completion of the
+        request (and of the person's other open requests) and their audit entries are one
+        transaction: all of it happens, or none of it."""
+        self.request(actor, request_id)  # someone of another tenant's request is "not found"
+        with self.unit() as uow:
+            request = uow.erasures.get(request_id, for_update=True)
+            if request is None:
+                raise NotFound()
+            if request.state != "open":
+                raise Refusal("already_completed")
+            person = uow.accounts.get(request.subject_user_id) if request.subject_user_id else None
+            expected = {request.subject_owner_id.lower()} | ({person.email.lower()} if person else set())
+            if typed.strip().lower() not in expected:
+                raise Refusal("confirmation_mismatch")
+            scopes = None if self.erasure_scope == "all" else [request.tenant_id]
+            counts = uow.purge_owner(request.subject_owner_id, scopes).to_json()
+            counts["accounts"] = int(uow.accounts.delete(person.id)) if person else 0
+            # Other open requests for the same person (the person asked from the portal and staff
+            # logged one too) are answered by this erasure: left open they would keep the account id
+            # and sit in the list as overdue forever.
+            others = [r for r in uow.erasures.open_for(request.subject_owner_id, request.tenant_id) if r.id != request.id]
+            for done in [request, *others]:
+                uow.erasures.complete(done.id, actor.id, counts)
+                uow.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,
+                                 counts=counts, ticket=done.ticket)
+            uow.commit()
         return counts
 
     # ------------------------------------------------------------------ audit

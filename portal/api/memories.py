@@ -53,7 +53,7 @@ def register(api: Api) -> None:
         if isinstance(outcome, Refused):
             return refusal(outcome)
         out = SavedOut(memory=MemoryOut.of(outcome.memory), replaced_id=outcome.replaced_id, reinforced=outcome.reinforced)
-        return Reply(201, out, memory_ids=(outcome.memory.id,))
+        return Reply(201, out)
 
     @api.route("GET", "/people/<owner_id>/memories", summary="List a person's memories, newest first",
                permission="memories:read", query=ListQuery, responses={200: PageOut})
@@ -88,7 +88,7 @@ def register(api: Api) -> None:
         )
         if isinstance(outcome, Refused):
             return refusal(outcome)
-        return Reply(200, MemoryOut.of(outcome.memory), memory_ids=(outcome.memory.id,))
+        return Reply(200, MemoryOut.of(outcome.memory))
 
     @api.route("POST", MEMORY + "/undo", summary="Take back the last write to a memory", permission="memories:write",
                responses={200: UndoOut, 422: Problem}, redactable=True)
@@ -98,7 +98,7 @@ def register(api: Api) -> None:
             return refusal(outcome)
         assert isinstance(outcome, Undone)
         memory = MemoryOut.of(outcome.memory) if outcome.memory else None
-        return Reply(200, UndoOut(memory=memory), memory_ids=(outcome.memory_id,))
+        return Reply(200, UndoOut(memory=memory))
 
     @api.route("DELETE", MEMORY, summary="Forget a memory: every revision and vector, for good",
                permission="memories:write", responses={204: None})

@@ -29,7 +29,7 @@ CONSOLIDATE_MAX_BODY = 1024 * 1024
 
 def register(api: Api) -> None:
     @api.route("POST", PERSON + "/recall", summary="Find the memories that best answer a query",
-               permission="memories:read", body=RecallIn, responses={200: RecallOut})
+               permission="memories:read", body=RecallIn, responses={200: RecallOut}, receipts=False)
     def recall(call: Call) -> Reply:
         b: RecallIn = call.body
         hits = service().recall(call.place, b.query, kinds=b.kinds, after=b.after, before=b.before, limit=b.limit,
@@ -91,7 +91,7 @@ def register(api: Api) -> None:
         return Reply(200, ExportOut.model_validate(service().export(call.place)))
 
     @api.route("DELETE", PERSON, summary="Erase a person: everything kept under this owner id in the key's tenant",
-               permission="erasure", responses={200: PurgeOut})
+               permission="erasure", responses={200: PurgeOut}, receipts=False)
     def purge(call: Call) -> Reply:
         # A key reaches one tenant: owner ids are chosen by each tenant's backend, so "ada" here need
         # not be "ada" elsewhere. Erasure across every tenant is the support console's (by account).

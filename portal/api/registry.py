@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from portal.memory.idempotency import Answer, once, request_hash
+from portal.memory.idempotency import Answer, check_key, once, request_hash
 from portal.memory.types import Place
 
 from .problems import ApiProblem, problem
@@ -64,7 +64,6 @@ class Reply:
     status: int
     model: BaseModel | list[Any] | dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    memory_ids: tuple[str, ...] = ()
 
 
 @dataclass
@@ -82,6 +81,7 @@ class Route:
     public: bool = False
     etag: bool = False
     redactable: bool = False
+    receipts: bool | Callable[[dict[str, str]], bool] = True
 
 
 class Api:
@@ -97,14 +97,17 @@ class Api:
         self, method: str, rule: str, *, summary: str, permission: str | Callable[[dict[str, str]], str] | None = None,
         body: type[BaseModel] | None = None, query: type[BaseModel] | None = None,
         responses: dict[int, Any] | None = None, max_body: int = MAX_BODY, public: bool = False,
-        etag: bool = False, redactable: bool = False,
+        etag: bool = False, redactable: bool = False, receipts: bool | Callable[[dict[str, str]], bool] = True,
     ) -> Callable[[Callable[[Call], Reply]], Callable[[Call], Reply]]:
         """Declare an endpoint. `etag`: a 200 answer is a memory, sent with `ETag: "<revision>"`.
-        `redactable`: success answers name a memory, so a replay after it was forgotten is `Redacted`."""
+        `redactable`: success answers name a memory, so a replay after it changed or went is `Redacted`.
+        `receipts=False` (or a function of the path answering False): an Idempotency-Key is checked
+        and nothing is stored — for reads sent as POST, which are safe to run again, and for the
+        erasure of a person, after which no row may name them (a retry erases what is left)."""
 
         def register(handler: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
             route = Route(handler.__name__, method, rule, summary, permission, body, query, responses or {},
-                          max_body, handler, public, etag, redactable)
+                          max_body, handler, public, etag, redactable, receipts)
             self.routes.append(route)
             self.blueprint.add_url_rule(
                 rule, endpoint=route.name, view_func=lambda **path: self._serve(route, path), methods=[method]
@@ -130,6 +133,10 @@ class Api:
         call = Call(key, place, self._body(route), self._query(route), path)
         idem_key = request.headers.get("Idempotency-Key")
         if idem_key is None or route.method == "GET" or place is None:
+            return self._render(route, route.handler(call))
+        stores = route.receipts(path) if callable(route.receipts) else route.receipts
+        if not stores:
+            check_key(idem_key)
             return self._render(route, route.handler(call))
         # The same JSON spelt differently (key order, spacing) is the same request.
         digest = request_hash(route.method, request.path, _canonical(request.get_data(as_text=True)), key.id if key else "")
@@ -183,7 +190,7 @@ class Api:
             body = body.model_dump(mode="json")
         elif isinstance(body, list):
             body = {"__list__": [b.model_dump(mode="json") if isinstance(b, BaseModel) else b for b in body]}
-        return Answer(reply.status, body, reply.memory_ids)
+        return Answer(reply.status, body)
 
     def _render(self, route: Route, reply: Reply) -> Response:
         answer = self._answer(reply)

@@ -34,8 +34,9 @@ class Problem(BaseModel):
 
 
 class Redacted(BaseModel):
-    """A write replayed for its Idempotency-Key after its memory was forgotten: it was applied once,
-    and what it answered is erased (header `Idempotent-Replayed: true`)."""
+    """A write replayed for its Idempotency-Key after its memory was forgotten, corrected, overwritten
+    in place or undone: it was applied once, and what it answered is no longer kept (header
+    `Idempotent-Replayed: true`)."""
 
     redacted: Literal[True]
 
@@ -178,7 +179,8 @@ class ConsolidateOut(BaseModel):
     added: int
     corrected: int
     refused: int
-    summary: str | None
+    reinforced: int = Field(0, description="facts and corrections that repeated what was kept (nothing changed)")
+    summary: str | None = Field(None, description="the model's summary; a replay for an Idempotency-Key has none")
     reason: str | None = Field(None, description=(
         "with failed: model, unreadable, cut, store, invalid_where or error (the ref is released: "
         "call again); with done: cut (the model's answer stopped half way; its whole facts were kept); "

@@ -22,7 +22,8 @@ def register(api: Api) -> None:
 
     @api.route("POST", "/people/<owner_id>/tools/<name>", summary="Run one model tool for a person",
                body=ToolCallIn, responses={200: ToolResultOut}, redactable=True,
-               permission=lambda path: "memories:read" if path.get("name") in READ_ONLY else "memories:write")
+               permission=lambda path: "memories:read" if path.get("name") in READ_ONLY else "memories:write",
+               receipts=lambda path: path.get("name") not in READ_ONLY)
     def call_tool(call: Call) -> Reply:
         name = call.path["name"]
         b: ToolCallIn = call.body
@@ -35,5 +36,4 @@ def register(api: Api) -> None:
                 raise ApiProblem(400, "malformed_arguments", "arguments is not JSON") from None
         result = run_tool(service(), call.place, name, arguments, role=b.role, explicit=b.explicit,
                           language=b.language, person_name=b.person_name)
-        memory = result.get("memory") if isinstance(result.get("memory"), dict) else None
-        return Reply(200, ToolResultOut.model_validate(result), memory_ids=(memory["id"],) if memory else ())
+        return Reply(200, ToolResultOut.model_validate(result))

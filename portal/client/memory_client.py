@@ -203,7 +203,7 @@ class MemoryClient:
         except ValueError:
             raise ApiError(response.status_code, "invalid_response", "the answer is not JSON") from None
         if data == {"redacted": True} and response.headers.get("Idempotent-Replayed") == "true":
-            raise Redacted(response.status_code, "redacted", "applied once; its memory was forgotten since")
+            raise Redacted(response.status_code, "redacted", "applied once; its memory changed or was forgotten since")
         return data, response
 
 

@@ -131,11 +131,12 @@ class ConsolidationResult:
     reason: str | None = None
     failed: int | None = None
     proposed: int | None = None
+    reinforced: int = 0
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> ConsolidationResult:
         return cls(data["status"], data["added"], data["corrected"], data["refused"], data.get("summary"),
-                   data.get("reason"), data.get("failed"), data.get("proposed"))
+                   data.get("reason"), data.get("failed"), data.get("proposed"), data.get("reinforced", 0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .extraction import Extraction, ProposedFact, read_extraction
 from .store import Filters
 from .text import fold, words
-from .types import InvalidWhere, Memory, Place, Refused, Saved, Source, as_place
+from .types import InvalidWhere, Memory, Place, Refused, Source, as_place
 
 if TYPE_CHECKING:
     from .ports import LLM, AiSwitch, Clock, Mask, Options
@@ -38,6 +38,8 @@ class ConsolidationResult:
     added: int = 0
     corrected: int = 0
     refused: int = 0
+    # Facts and corrections that said again what was kept already (nothing new, nothing changed).
+    reinforced: int = 0
     summary: str | None = None
     reason: str | None = None
     failed: int = 0
@@ -47,7 +49,7 @@ class ConsolidationResult:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "status": self.status, "added": self.added, "corrected": self.corrected, "refused": self.refused,
-            "summary": self.summary,
+            "reinforced": self.reinforced, "summary": self.summary,
         }
         if self.status == "failed" or self.reason:
             data.update(reason=self.reason, failed=self.failed, proposed=self.proposed)
@@ -177,6 +179,8 @@ class Consolidating:
                 continue
             if isinstance(outcome, Refused):
                 _refuse(result, outcome.code)
+            elif outcome.reinforced:
+                result.reinforced += 1
             else:
                 result.corrected += 1
         for fact in extraction.facts:
@@ -193,7 +197,9 @@ class Consolidating:
                 continue
             if isinstance(outcome, Refused):
                 _refuse(result, outcome.code)
-            elif isinstance(outcome, Saved) and outcome.replaced_id:
+            elif outcome.reinforced:
+                result.reinforced += 1  # said again: nothing new learnt, nothing corrected
+            elif outcome.replaced_id:
                 result.corrected += 1
             else:
                 result.added += 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .audit import AuditEntry
 from .recall_index import Entry, PlaceIndex
 from .store import Cursor, Filters, NeedsVector, Settings, StoreTx
 from .text import terms
@@ -37,6 +38,10 @@ class _PlaceData:
     # What recall ranks (the SQL stores' recall cache keeps the same), built from the active
     # memories on first use and kept until a write changes them (see `_Tx._w`).
     index: PlaceIndex | None = None
+
+    def is_empty(self) -> bool:
+        return not (self.memories or any(self.revisions.values()) or self.settings is not None or self.refs or self.receipts
+                    or self.tombstones)
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -80,11 +85,30 @@ class _Tx:
         self._store = store
         self._data = data
         self._writable = writable
+        self._entries: builtins.list[AuditEntry] = []
 
     def commit(self) -> None:
         if self._writable:
-            self._store._places[self.place] = self._data
+            if self._data.is_empty():
+                self._store._places.pop(self.place, None)  # nothing left that names the person
+            else:
+                self._store._places[self.place] = self._data
             self._data = self._data.copy()
+            self._store.audit_entries.extend(self._entries)
+            self._entries = []
+
+    def purge(self) -> PurgeCounts:
+        data = self._w(vectors=True)
+        counts = PurgeCounts(
+            len(data.memories), sum(len(v) for v in data.revisions.values()), 1 if data.settings is not None else 0,
+            len(data.refs), len(data.receipts), len(data.tombstones),
+        )
+        self._data = _PlaceData()
+        return counts
+
+    def record(self, entry: AuditEntry) -> None:
+        self._w()
+        self._entries.append(entry)
 
     def _w(self, vectors: bool = False) -> _PlaceData:
         """The data to change; `vectors` when the change may alter what recall ranks (the active
@@ -273,14 +297,6 @@ class _Tx:
     def drop_receipt(self, key: str) -> bool:
         return self._w().receipts.pop(key, None) is not None
 
-    def redact_receipts(self, memory_id: str) -> int:
-        data = self._w()
-        count = 0
-        for key, receipt in list(data.receipts.items()):
-            if memory_id in receipt.memory_ids and not receipt.redacted:
-                data.receipts[key] = replace(receipt, response=None, redacted=True)
-                count += 1
-        return count
 
 
 class InMemoryStore:
@@ -291,6 +307,9 @@ class InMemoryStore:
 
     def __init__(self) -> None:
         self._places: dict[Place, _PlaceData] = {}
+        # The audit entries written with the changes they record (a SQL store keeps them in its
+        # audit log table).
+        self.audit_entries: builtins.list[AuditEntry] = []
         self._locks: dict[Place, threading.RLock] = {}
         self._guard = threading.Lock()
 
@@ -352,6 +371,9 @@ class InMemoryStore:
 
     def places(self) -> Iterator[Place]:
         return iter(list(self._places))
+
+    def audit_trail(self) -> builtins.list[AuditEntry]:
+        return list(self.audit_entries)
 
     def prune_history(self, older_than: datetime) -> int:
         pruned = 0

@@ -22,6 +22,7 @@ from .store import Cursor, Filters
 from .types import Embedding, Hit, InvalidArgument, Memory, NotFound, Page, Place, Portrait, Revision, as_place, iso
 
 if TYPE_CHECKING:
+    from .audit import AuditNote
     from .ports import Clock, Embedder, Mask, Options
     from .store import Store, StoreTx
 
@@ -224,10 +225,11 @@ class Reading:
             rendered = attempt
         return Portrait(rendered, [m.id for m in kept])
 
-    def export(self, place: Place) -> dict[str, Any]:
-        """Everything kept in this place: every memory with its revisions, and the settings."""
+    def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
+        """Everything kept in this place: every memory with its revisions, and the settings. With
+        `audit`, its entry (the count exported) is written in the same transaction as the read."""
         place = as_place(place)
-        with self.store.read(place) as tx:
+        with self.store.write(place) if audit is not None else self.store.read(place) as tx:
             memories = tx.list(Filters(state=None))
             items = []
             for m in memories:
@@ -235,6 +237,9 @@ class Reading:
                 data["revisions"] = [r.to_json() for r in tx.history(m.id)]
                 items.append(data)
             settings = tx.settings()
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(items)}, at=self.clock()))
+                tx.commit()
         return {
             "owner_id": place.owner_id,
             "scope": place.scope,

@@ -172,8 +172,24 @@ class PlaceIndex:
         return found, [i for i in ids if i not in found and i not in self._known]
 
 
+class Ticket:
+    """A reader's claim to cache what it is about to read of a place: void once the place was
+    forgotten or its owner erased in this process after the claim was taken (see RecallCache.put)."""
+
+    __slots__ = ("place", "valid")
+
+    def __init__(self, place: Place) -> None:
+        self.place = place
+        self.valid = True
+
+
 class RecallCache:
-    """The place indexes of one process, bounded in bytes and in idle time; thread-safe."""
+    """The place indexes of one process, bounded in bytes and in idle time; thread-safe.
+
+    A reader takes a `ticket` before it reads the place's token and memories, and hands it to
+    `put`: a write or an erasure of the place in this process meanwhile voids it, so a recall that
+    read a place just before it was erased never puts the erased data back after the erasure
+    dropped it. (Other processes see the token change at their next touch of the place.)"""
 
     def __init__(
         self, max_bytes: int, idle_seconds: float = 300.0, clock: Callable[[], float] = time.monotonic
@@ -183,6 +199,7 @@ class RecallCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[Place, tuple[PlaceIndex, float]] = OrderedDict()
+        self._readers: set[Ticket] = set()
         self._bytes = 0
         self.hits = 0
         self.misses = 0
@@ -209,10 +226,26 @@ class RecallCache:
             self.hits += 1
             return found[0]
 
-    def put(self, place: Place, index: PlaceIndex) -> None:
-        if index.nbytes > self.max_bytes:
-            return
+    def ticket(self, place: Place) -> Ticket:
+        """Claim the right to cache what is about to be read of `place` (see the class docstring)."""
+        ticket = Ticket(place)
         with self._lock:
+            self._readers.add(ticket)
+        return ticket
+
+    def release(self, ticket: Ticket) -> None:
+        with self._lock:
+            self._readers.discard(ticket)
+
+    def put(self, place: Place, index: PlaceIndex, ticket: Ticket | None = None) -> None:
+        """Keep the place's index; with a `ticket`, only if nothing voided it since it was taken."""
+        with self._lock:
+            if ticket is not None:
+                self._readers.discard(ticket)
+                if not ticket.valid:
+                    return
+            if index.nbytes > self.max_bytes:
+                return
             if place in self._entries:
                 self._remove(place)
             self._entries[place] = (index, self._clock())
@@ -221,13 +254,21 @@ class RecallCache:
                 self._remove(next(iter(self._entries)))
 
     def forget(self, place: Place) -> None:
+        """Drop the place's index, and void the tickets of readers of it still running."""
         with self._lock:
+            for ticket in self._readers:
+                if ticket.place == place:
+                    ticket.valid = False
             if place in self._entries:
                 self._remove(place)
 
     def drop_owner(self, owner_id: str) -> None:
-        """Drop every index of this person (their erasure in this process)."""
+        """Drop every index of this person (their erasure in this process), and void the tickets
+        of readers of their places still running."""
         with self._lock:
+            for ticket in self._readers:
+                if ticket.place.owner_id == owner_id:
+                    ticket.valid = False
             for place in [p for p in self._entries if p.owner_id == owner_id]:
                 self._remove(place)
 
@@ -242,6 +283,8 @@ class RecallCache:
 
     def clear(self) -> None:
         with self._lock:
+            for ticket in self._readers:
+                ticket.valid = False
             self._entries.clear()
             self._bytes = 0
 
@@ -250,6 +293,7 @@ class RecallCache:
         does not have) and nothing kept (the parent's data is the parent's)."""
         self._lock = threading.Lock()
         self._entries = OrderedDict()
+        self._readers = set()
         self._bytes = 0
 
     def _remove(self, place: Place) -> None:

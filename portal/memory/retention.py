@@ -56,8 +56,8 @@ class Retention:
           retry with such a key then runs as a new request). A pending receipt, whose request may
           still be running, stays.
         - Archived memories neither written nor used within `archived_older_than` are erased as
-          `forget` erases: every revision and vector goes, receipts holding their text are
-          redacted, and a content-free tombstone keeps a replayed write from bringing them back.
+          `forget` erases: every revision and vector goes (a receipt's replay naming one is redacted),
+          and a content-free tombstone keeps a replayed write from bringing them back.
           Each place changes under its own write lock; a memory made active again meanwhile stays.
         Periods must be positive. Safe to run again or to stop half way: each batch commits alone.
         `progress` is told how many rows each step deleted. Logs carry counts only.
@@ -111,8 +111,6 @@ class Retention:
                         continue
                     removed, history = tx.remove(doomed)
                     tx.tombstone(doomed, now)
-                    for memory_id in doomed:
-                        tx.redact_receipts(memory_id)
                     tx.commit()
                 memories += removed
                 revisions += history

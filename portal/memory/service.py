@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .audit import AuditNote
 from .consolidation import Consolidating
 from .ports import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
 from .reading import Reading
@@ -25,6 +26,7 @@ from .types import (
     Embedding,
     Memory,
     NotFound,
+    Paused,
     Place,
     PurgeCounts,
     Refused,
@@ -213,7 +215,9 @@ class MemoryService(Reading, Consolidating, Retention):
         """Correct a memory: a new revision (same id), or with `in_place` an overwrite that keeps no
         earlier text. Rules are checked again with the memory's original role; a name it already
         carried stays allowed. A stale `expected_revision` is refused with `conflict`.
-        A model's write (`origin="inferred"`) never changes an asserted memory's origin or sources.
+        A model's write (`origin="inferred"`) never changes an asserted memory's origin or sources,
+        and is refused with `paused` while the person is paused (checked in the write itself, so a
+        model's correction that began before the pause does not land after it).
         """
         place = as_place(place)
         with self.store.read(place) as tx:
@@ -231,6 +235,8 @@ class MemoryService(Reading, Consolidating, Retention):
             current = tx.get(memory_id)
             if current is None:
                 return Refused("not_found")
+            if origin == "inferred" and tx.settings().paused:
+                return Refused("paused")
             if current.revision != before.revision or current.updated_at != before.updated_at:
                 if expected_revision is not None:
                     return Refused("conflict", actual_revision=current.revision)
@@ -261,7 +267,8 @@ class MemoryService(Reading, Consolidating, Retention):
             tx.save(changed, current.revision)
             tx.commit()
         log.info("memory.update place=%s id=%s revision=%s", _pid(place), memory_id, changed.revision)
-        return Saved(changed)
+        # A correction to the very same text, kind and importance changed nothing: it says so.
+        return Saved(changed, reinforced=not content_changed and pinned is None)
 
     def _edit_draft(
         self, place: Place, current: Memory, text: Any, kind: Any, importance: Any, person_name: str | None
@@ -289,7 +296,6 @@ class MemoryService(Reading, Consolidating, Retention):
                 return Refused("not_found")
             if current.last_op == "create" and current.revision == 1:
                 tx.remove([memory_id])
-                tx.redact_receipts(memory_id)
                 tx.commit()
                 log.info("memory.undo place=%s id=%s removed", _pid(place), memory_id)
                 return Undone(None, memory_id)
@@ -310,32 +316,42 @@ class MemoryService(Reading, Consolidating, Retention):
         log.info("memory.undo place=%s id=%s revision=%s", _pid(place), memory_id, restored.revision)
         return Undone(restored, memory_id)
 
-    def forget(self, place: Place, memory_id: str) -> int:
-        """Erase a memory, every revision and its vectors; redact idempotency receipts that held its
-        text; keep a content-free tombstone so a replayed write cannot bring it back.
-        Answers how many revisions were erased; raises NotFound when there is no such memory."""
+    def forget(self, place: Place, memory_id: str, origin: str = "asserted") -> int:
+        """Erase a memory, every revision and its vectors; keep a content-free tombstone so a
+        replayed write cannot bring it back. (Idempotency receipts never hold its text: a replay of
+        an answer that named it is redacted, see `portal.memory.idempotency`.)
+        Answers how many revisions were erased; raises NotFound when there is no such memory, and
+        Paused when a model (`origin="inferred"`) asks while the person is paused."""
         place = as_place(place)
         with self.store.write(place) as tx:
             if tx.get(memory_id) is None:
                 raise NotFound()
+            if origin == "inferred" and tx.settings().paused:
+                raise Paused()
             memories, revisions = tx.remove([memory_id])
             tx.tombstone([memory_id], self.clock())
-            tx.redact_receipts(memory_id)
             tx.commit()
         log.info("memory.forget place=%s id=%s revisions=%d", _pid(place), memory_id, memories + revisions)
         return memories + revisions
 
-    def forget_all(self, place: Place) -> dict[str, int]:
-        """Erase every memory of this place (the person's "erase everything" in one scope)."""
+    def forget_all(self, place: Place, audit: AuditNote | None = None) -> dict[str, int]:
+        """The person's "erase everything" in one place: every memory and revision, and everything
+        else the place keeps that names them (consolidation refs, idempotency receipts, tombstones).
+        A pause stays: it is the person's control, not their data. With `audit`, the audit entry
+        (counts only) is written in the same transaction."""
         place = as_place(place)
         with self.store.write(place) as tx:
-            ids = [m.id for m in tx.list(_ALL)]
-            memories, revisions = tx.remove_all()
-            tx.tombstone(ids, self.clock())
-            receipts = sum(tx.redact_receipts(i) for i in ids)
+            paused = tx.settings().paused
+            erased = tx.purge()
+            if paused:
+                tx.set_settings(Settings(paused=True))
+            counts = {"memories": erased.memories, "revisions": erased.revisions, "receipts": erased.receipts,
+                      "refs": erased.refs}
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, counts, at=self.clock()))
             tx.commit()
-        log.info("memory.forget_all place=%s memories=%d", _pid(place), memories)
-        return {"memories": memories, "revisions": revisions, "receipts": receipts}
+        log.info("memory.forget_all place=%s memories=%d", _pid(place), erased.memories)
+        return counts
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
         """Erasure of a person: memories, revisions, settings, consolidation refs, idempotency
@@ -348,20 +364,25 @@ class MemoryService(Reading, Consolidating, Retention):
 
     # ---------------------------------------------------------------- pause
 
-    def pause(self, place: Place) -> bool:
-        """Stop learning: remember answers `paused`; reading, correcting and erasing still work."""
-        return self._set_paused(place, True)
+    def pause(self, place: Place, audit: AuditNote | None = None) -> bool:
+        """Stop learning: remember answers `paused`, and so does every change a model asks for
+        (tools, consolidation); the person can still read, correct, undo and erase. With `audit`,
+        its entry is written in the same transaction."""
+        return self._set_paused(place, True, audit)
 
-    def resume(self, place: Place) -> bool:
-        return self._set_paused(place, False)
+    def resume(self, place: Place, audit: AuditNote | None = None) -> bool:
+        return self._set_paused(place, False, audit)
 
     def is_paused(self, place: Place) -> bool:
         with self.store.read(as_place(place)) as tx:
             return tx.settings().paused
 
-    def _set_paused(self, place: Place, paused: bool) -> bool:
-        with self.store.write(as_place(place)) as tx:
+    def _set_paused(self, place: Place, paused: bool, audit: AuditNote | None) -> bool:
+        place = as_place(place)
+        with self.store.write(place) as tx:
             tx.set_settings(Settings(paused=paused))
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, at=self.clock()))
             tx.commit()
         return paused
 
@@ -455,10 +476,16 @@ class MemoryService(Reading, Consolidating, Retention):
         origin: str, sources: tuple[Source, ...], kind_given: bool, importance_given: bool,
     ) -> Saved:
         now = self.clock()
-        if mode == "reinforce":
+        # Saying the same thing again changes no wording: it reinforces, whatever the mode (a new
+        # revision of identical text would pile up history and make undo "restore" the same words).
+        identical = (
+            draft.text == existing.text and (not kind_given or draft.kind == existing.kind)
+            and (not importance_given or draft.importance == existing.importance)
+        )
+        if mode == "reinforce" or identical:
             reinforced = existing.copy(
-                importance=max(existing.importance, draft.importance), updated_at=now,
-                embedding=existing.embedding or embedding, last_op="reinforce",
+                importance=max(existing.importance, draft.importance) if importance_given else existing.importance,
+                updated_at=now, embedding=existing.embedding or embedding, last_op="reinforce",
             )
             tx.save(reinforced, existing.revision)
             return Saved(reinforced, reinforced=True)
@@ -485,7 +512,6 @@ class MemoryService(Reading, Consolidating, Retention):
 
 
 _ACTIVE = Filters()
-_ALL = Filters(state=None)
 
 
 def _pid(place: Place) -> str:

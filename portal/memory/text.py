@@ -4,7 +4,10 @@ Folding lowers case and strips accents so "Café" and "cafe" meet; it is used fo
 duplicate detection and lexical ranking alike, so all four agree on what "the same word" means.
 
 Ranking goes one step further: its *terms* are the folded words reduced to their English stem
-(Snowball's English stemmer, "Porter2"), so "painted", "painting" and "paints" all meet "paint".
+(Snowball's English stemmer, "Porter2", in C from PyStemmer), so "painted", "painting" and
+"paints" all meet "paint". Nothing here keeps a word after the call that stemmed it: no cache of
+stems (a process-wide cache would keep words a person erased for the life of the worker), and
+PyStemmer's own cache is switched off.
 Every store ranks on these same terms (the SQL stores keep them in `search_text`), so the word
 ranking is the same in memory, on SQLite and on PostgreSQL. A query's stop words ("what", "did",
 "my"...) are left out of the ranking unless the query holds nothing else. Duplicate detection
@@ -18,9 +21,8 @@ import hmac
 import re
 import threading
 import unicodedata
-from functools import lru_cache
 
-import snowballstemmer
+import Stemmer
 
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.S)
 _STRAY_MARKERS = re.compile(r"\*\*|(?<![\w])__|__(?![\w])")
@@ -90,17 +92,22 @@ STOP_WORDS = frozenset(
 )
 
 
-@lru_cache(maxsize=100_000)
+def stemmer() -> Stemmer.Stemmer:
+    """This thread's English stemmer (a stemmer keeps state while it works: one per thread),
+    with its word cache off."""
+    found: Stemmer.Stemmer | None = getattr(_STEMMERS, "english", None)
+    if found is None:
+        found = _STEMMERS.english = Stemmer.Stemmer("english")
+        found.maxCacheSize = 0
+    return found
+
+
 def stem(word: str) -> str:
     """The English stem of one folded word ("painting" → "paint"); a word with digits or signs in it
     ("2023", "c#", "mp3") is kept whole."""
     if not word.isalpha():
         return word
-    stemmer = getattr(_STEMMERS, "english", None)
-    if stemmer is None:
-        # Snowball stemmers keep state while they work: one per thread.
-        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
-    return str(stemmer.stemWord(word))
+    return str(stemmer().stemWord(word))
 
 
 def terms(text: str) -> list[str]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..catalog import message as catalog_message
 from .rules import DEFAULT_KINDS
 from .text import fold
-from .types import InvalidArgument, NotFound, Place, Refused, Source, as_place
+from .types import InvalidArgument, NotFound, Paused, Place, Refused, Source, as_place
 
 if TYPE_CHECKING:
     from .ports import Options
@@ -185,6 +185,8 @@ def run_tool(
         result = {"ok": False, "code": "refused", "reason": "invalid_arguments"}
     except NotFound:
         result = {"ok": False, "code": "refused", "reason": "not_found"}
+    except Paused:
+        result = {"ok": False, "code": "refused", "reason": "paused"}
     except InvalidArgument as exc:
         result = {"ok": False, "code": "refused", "reason": exc.code}
     log.info("memory.tool name=%s code=%s reason=%s", name, result["code"], result.get("reason"))
@@ -258,7 +260,7 @@ def _update(service: MemoryService, place: Place, args: Mapping[str, Any], perso
 
 def _forget(service: MemoryService, place: Place, args: Mapping[str, Any]) -> dict[str, Any]:
     memory_id = _memory_id(args)
-    service.forget(place, memory_id)  # NotFound for anyone else's id
+    service.forget(place, memory_id, origin="inferred")  # NotFound for anyone else's id; Paused
     return {"ok": True, "code": "memory_forgotten", "id": memory_id, "undo": None}
 
 

@@ -41,6 +41,13 @@ class NotFound(MemoryServiceError):
     code = "not_found"
 
 
+class Paused(MemoryServiceError):
+    """A model's change to a paused person's memories: while paused, only the person's own hand
+    (and the host acting for them) changes what is kept."""
+
+    code = "paused"
+
+
 class Conflict(MemoryServiceError):
     """A compare-and-set lost: the memory is at `actual_revision` now."""
 

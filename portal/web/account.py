@@ -12,6 +12,8 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
+from portal.memory.audit import AuditNote
+
 from .memories import context, service
 from .render import is_htmx
 
@@ -20,28 +22,23 @@ CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin"
               "updated_at", "last_used_at")
 
 
-def audit(action: str, **extra: object) -> None:
-    """The person's own privacy actions go in the content-free audit log too."""
-    from flask import current_app
-
-    current_app.extensions["memory_runtime"].audit.record(
-        current_user.id, current_user.role, action, current_user.owner_id, current_user.tenant_id, **extra
-    )
+def audit(action: str) -> AuditNote:
+    """The person's own privacy actions go in the content-free audit log too, written by the
+    service in the same transaction as the action."""
+    return AuditNote(current_user.id, current_user.role, action)
 
 
 @bp.post("/pause")
 @login_required
 def pause() -> ResponseReturnValue:
-    service().pause(current_user.place)
-    audit("person.paused")
+    service().pause(current_user.place, audit=audit("person.paused"))
     return _paused_answer(_("Paused: the assistant learns nothing new until you resume."))
 
 
 @bp.post("/resume")
 @login_required
 def resume() -> ResponseReturnValue:
-    service().resume(current_user.place)
-    audit("person.resumed")
+    service().resume(current_user.place, audit=audit("person.resumed"))
     return _paused_answer(_("Resumed: the assistant may learn again."))
 
 
@@ -60,8 +57,7 @@ def erase() -> ResponseReturnValue:
     if request.method == "POST":
         typed = request.form.get("confirm", "").strip().lower()
         if typed == current_user.email.lower():
-            counts = service().forget_all(current_user.place)
-            audit("person.erased_all", counts=counts)
+            counts = service().forget_all(current_user.place, audit=audit("person.erased_all"))
             flash(ngettext("Everything was erased: %(num)d memory, with every earlier version.",
                            "Everything was erased: %(num)d memories, with every earlier version.", counts["memories"]))
             return redirect(url_for("memories.index"), 303)
@@ -72,8 +68,7 @@ def erase() -> ResponseReturnValue:
 @bp.get("/export.json")
 @login_required
 def export_json() -> ResponseReturnValue:
-    data = service().export(current_user.place)
-    audit("person.exported", counts={"memories": len(data["memories"])})
+    data = service().export(current_user.place, audit=audit("person.exported"))
     return Response(
         json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
         headers={"Content-Disposition": 'attachment; filename="my-memories.json"'},
@@ -83,8 +78,7 @@ def export_json() -> ResponseReturnValue:
 @bp.get("/export.csv")
 @login_required
 def export_csv() -> ResponseReturnValue:
-    data = service().export(current_user.place)
-    audit("person.exported", counts={"memories": len(data["memories"])})
+    data = service().export(current_user.place, audit=audit("person.exported"))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
     writer.writeheader()

@@ -122,11 +122,17 @@ def erasure(request_id: str) -> ResponseReturnValue:
     if request.method == "POST":
         try:
             support().complete_erasure(current_user, request_id, request.form.get("confirm", ""))
-            flash(_("Erased in every scope."))
+            flash(_("Erased: everything kept about this person in every organisation, and their account.")
+                  if everywhere() else _("Erased: everything kept about this person in their organisation, and their account."))
             return redirect(url_for("staff.erasure", request_id=request_id), 303)
         except Refusal as exc:
             error = refusal(exc.code)
-    return render_template("staff/erasure.html", r=found, error=error), 422 if error else 200
+    return render_template("staff/erasure.html", r=found, error=error, everywhere=everywhere()), 422 if error else 200
+
+
+def everywhere() -> bool:
+    """Whether an erasure reaches every organisation (MEMORY_ERASURE_SCOPE=all) or the person's own."""
+    return support().erasure_scope == "all"
 
 
 @bp.get("/audit")

@@ -1,6 +1,7 @@
 """Idempotency-Key on every write (DESIGN §11): the same key and body replay the stored answer
-with `Idempotent-Replayed: true` and are applied once; another body is 409; a forgotten memory's
-stored answer is redacted; sixteen concurrent retries against a live server apply once."""
+with `Idempotent-Replayed: true` and are applied once; another body is 409; a replay whose memory
+was forgotten, corrected, overwritten or undone since is redacted (receipts keep no words); sixteen
+concurrent retries against a live server apply once."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from portal.adapters.llm import OpenAICompatibleLLM
 from portal.client import ApiError, MemoryClient, Redacted, Saved
@@ -108,16 +110,20 @@ def test_settings_replayed_do_not_undo_a_later_change(world: World) -> None:
     assert world.raw().get(f"{ADA}/settings", headers=world.auth()).json == {"paused": False}
 
 
-def test_erase_replayed_answers_the_first_counts_and_erases_nothing_new(world: World) -> None:
+def test_erase_with_a_key_keeps_no_receipt_and_a_retry_erases_again(world: World) -> None:
+    """No row may name an erased person, a receipt included: the key is checked, nothing is
+    stored, and a retry erases what was kept since (nothing, here: zero counts)."""
     remembered(world, "Likes jazz")
     remembered(world, "Likes tea")
     headers = world.auth(**{"Idempotency-Key": "erase-1"})
     first = world.raw().delete(ADA, headers=headers)
-    assert first.json["memories"] == 2
-    later = remembered(world, "Likes rock")
+    assert first.json["memories"] == 2 and "Idempotent-Replayed" not in first.headers
+    with world.runtime.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM idempotency_receipts")).scalar() == 0
     again = world.raw().delete(ADA, headers=headers)
-    assert (again.json, again.headers.get("Idempotent-Replayed")) == (first.json, "true")
-    assert world.count() == 1 and current(world, later)["text"] == "Likes rock"
+    assert again.status_code == 200 and again.json["memories"] == 0 and "Idempotent-Replayed" not in again.headers
+    bad = world.raw().delete(ADA, headers=world.auth(**{"Idempotency-Key": "has space"}))
+    assert (bad.status_code, bad.json["code"]) == (400, "invalid_idempotency_key")
 
 
 def test_erase_with_a_key_erases(world: World) -> None:
@@ -138,8 +144,14 @@ def test_consolidate_replayed_asks_the_model_once_and_answers_done_again(make_wo
         server.script('{"facts": [{"text": "Has a cat called Miso", "kind": "fact"}], "summary": "cat"}')
         world = make_world(sqlite_engine, llm=OpenAICompatibleLLM(server.base_url, "m", retries=0))
         body = {"transcript": [{"role": "user", "text": "I adopted a cat called Miso."}], "ref": "conv-1"}
-        first, _ = twice(world, "POST", f"{ADA}/consolidate", body)
-        assert (first.json["status"], first.json["added"]) == ("done", 1)  # run again it would say "already"
+        raw = world.raw()
+        sent = world.auth(**{"Idempotency-Key": "k-1"})
+        first = raw.post(f"{ADA}/consolidate", json=body, headers=sent)
+        again = raw.post(f"{ADA}/consolidate", json=body, headers=sent)
+        assert (first.json["status"], first.json["added"], first.json["summary"]) == ("done", 1, "cat")
+        # Replayed, the counts again ("already" if it ran twice), and no summary: a receipt keeps no words.
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.json == {**first.json, "summary": None}
         assert len(server.requests) == 1 and world.count() == 1
 
 

@@ -17,6 +17,8 @@ import pytest
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import head_revision
+from portal.adapters.sql.store import SqlStore
+from portal.memory import MemoryService, Place
 
 BIN = Path(sys.executable).parent / "memory-portal"
 
@@ -124,10 +126,21 @@ def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     data = json.loads(exported.stdout)
     assert len(data["memories"]) == 9
     assert {m["text"] for m in data["memories"]} >= {"Has a cat called Miso"}
-    purged = run(["purge-owner", "demo-ada", "--yes"], env)
+    # Owner ids are per tenant: with --tenant, another tenant's namesake keeps everything.
+    assert run(["tenant", "create", "Other"], env).returncode == 0
+    other = run(["tenant", "list"], env).stdout
+    other_id = next(line.split("\t")[0] for line in other.splitlines() if "\tOther\t" in line)
+    engine = make_engine(f"sqlite:///{env['MEMORY_INSTANCE_PATH']}/memory.db")
+    assert MemoryService(SqlStore(engine)).remember(Place("demo-ada", other_id), "Collects stamps").ok
+    engine.dispose()
+    purged = run(["purge-owner", "demo-ada", "--tenant", "Demo", "--yes"], env)
     assert json.loads(purged.stdout)["memories"] == 9
     after = json.loads(run(["export", "demo-ada", "--tenant", "Demo"], env).stdout)
     assert after["memories"] == []
+    kept = json.loads(run(["export", "demo-ada", "--tenant", "Other"], env).stdout)
+    assert [m["text"] for m in kept["memories"]] == ["Collects stamps"]
+    everywhere = run(["purge-owner", "demo-ada", "--yes"], env)
+    assert json.loads(everywhere.stdout)["memories"] == 1
 
 
 def test_bad_configuration_stops_with_the_variable_named(env: dict[str, str]) -> None:

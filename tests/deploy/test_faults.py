@@ -387,9 +387,10 @@ def test_a_consolidation_whose_third_write_fails_keeps_the_others_and_releases_t
         assert sorted(m["text"] for m in kept) == sorted(FACTS[:2] + FACTS[3:])
         assert all(m["channel"] == "background" and m["seen"] is False for m in kept)
 
-        # The ref was released: the retry learns the missing fact; the four kept meet themselves.
+        # The ref was released: the retry learns the missing fact; the four kept are said again
+        # (reinforced: no new revision of the same words).
         retried = consolidate(world, "ada", "conv-1")
-        assert (retried["status"], retried["added"], retried["corrected"]) == ("done", 1, 4)
+        assert (retried["status"], retried["added"], retried["corrected"], retried["reinforced"]) == ("done", 1, 0, 4)
         after = listed(world, "ada")
         assert sorted(m["text"] for m in after) == sorted(FACTS)
         assert {m["id"] for m in kept} <= {m["id"] for m in after}  # same ids: merged, not duplicated

@@ -73,7 +73,7 @@ def test_pause_stops_learning_until_resumed(signed_in: Page, live_server: LiveSe
     assert service.remember(person.place, "Plays chess on Sundays") == Refused("paused")
     page.get_by_label("New memory").fill("Plays chess on Sundays")
     page.get_by_role("button", name="Add").click()
-    expect(page.get_by_role("alert")).to_have_text("Memory is paused: nothing new is learnt until you resume it.")
+    expect(page.get_by_role("alert")).to_have_text("Memory is paused: nothing is learnt or changed until you resume it.")
     # ...but the person can still correct what is kept.
     open_editor(page, CAT).fill("Has a cat called Miso, a tabby")
     editing_row(page).get_by_role("button", name="Save").click()

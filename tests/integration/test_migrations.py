@@ -65,10 +65,10 @@ def check_upgraded_twice(engine: Engine) -> None:
 def test_sqlite_upgrade_is_idempotent_and_matches_the_models(sqlite_blank_engine: Engine) -> None:
     check_upgraded_twice(sqlite_blank_engine)
     with sqlite_blank_engine.connect() as conn:
-        fts = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories_fts'")).scalar_one()
+        # No second copy of the words (0008): no full-text table, no shadow tables, no triggers.
+        leftovers = set(conn.execute(text("SELECT name FROM sqlite_master WHERE name LIKE 'memories_fts%'")).scalars())
         triggers = set(conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")).scalars())
-    assert "fts5" in fts.lower()
-    assert {"memories_fts_insert", "memories_fts_delete", "memories_fts_update"} <= triggers
+    assert leftovers == set() and triggers == set()
 
 
 @pytest.mark.postgres
@@ -80,12 +80,12 @@ def test_postgres_upgrade_is_idempotent_and_matches_the_models(pg_blank_engine: 
             text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_memories_search_text_gin'")
         ).scalar()
     assert extension == "vector"
-    assert gin is not None and "gin" in gin.lower()
+    assert gin is None  # dropped by 0008: nothing read it, and its pages kept erased words
 
 
 def check_0005_rewrites_search_text_as_terms(engine: Engine) -> None:
-    """0005: search text written before it (folded words) is worked out again as ranking terms,
-    and the full-text index follows; an encrypted row (no search text) is left alone."""
+    """0005: search text written before it (folded words) is worked out again as ranking terms;
+    an encrypted row (no search text) is left alone."""
     from datetime import UTC, datetime
 
     from sqlalchemy import insert, select
@@ -123,3 +123,34 @@ def test_sqlite_0005_rewrites_search_text_as_terms(sqlite_blank_engine: Engine) 
 @pytest.mark.postgres
 def test_postgres_0005_rewrites_search_text_as_terms(pg_blank_engine: Engine) -> None:
     check_0005_rewrites_search_text_as_terms(pg_blank_engine)
+
+
+def check_0008_redacts_the_receipts_that_held_answers(engine: Engine) -> None:
+    """0008: receipts completed before it held whole answers (memory text included): their answer
+    goes and they replay as redacted; a pending one is left to finish."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert, select
+
+    from portal.adapters.sql.tables import idempotency_receipts
+
+    upgrade(engine, "0007")
+    base = {"owner_id": "ada", "scope": "default", "request_hash": "h", "memory_ids": "[]", "redacted": False,
+            "created_at": datetime(2026, 1, 1, tzinfo=UTC)}
+    with engine.begin() as conn:
+        conn.execute(insert(idempotency_receipts).values(
+            key="done", status=201, response='{"memory": {"text": "Had surgery on her knee"}}', **base))
+        conn.execute(insert(idempotency_receipts).values(key="pending", status=0, response=None, **base))
+    upgrade(engine)
+    with engine.connect() as conn:
+        rows = {r.key: (r.status, r.response, r.redacted) for r in conn.execute(select(idempotency_receipts))}
+    assert rows == {"done": (201, None, True), "pending": (0, None, False)}
+
+
+def test_sqlite_0008_redacts_the_receipts_that_held_answers(sqlite_blank_engine: Engine) -> None:
+    check_0008_redacts_the_receipts_that_held_answers(sqlite_blank_engine)
+
+
+@pytest.mark.postgres
+def test_postgres_0008_redacts_the_receipts_that_held_answers(pg_blank_engine: Engine) -> None:
+    check_0008_redacts_the_receipts_that_held_answers(pg_blank_engine)

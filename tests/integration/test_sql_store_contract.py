@@ -13,7 +13,6 @@ from sqlalchemy.engine import Engine
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import idempotency_receipts, memories, memory_revisions
 from portal.memory.contract import StoreContract
-from portal.memory.types import Place, Receipt
 
 
 class TestSqliteStore(StoreContract):
@@ -97,26 +96,4 @@ class TestSqliteStoreWithOddIds(StoreContract):
     @pytest.fixture
     def store(self, sqlite_engine: Engine) -> SqlStore:
         return SqlStore(sqlite_engine)
-
-
-@pytest.mark.postgres
-def test_redaction_matches_the_memory_id_exactly_on_postgres(pg_engine: Engine) -> None:
-    redaction_matches_exactly(SqlStore(pg_engine))
-
-
-def test_redaction_matches_the_memory_id_exactly_on_sqlite(sqlite_engine: Engine) -> None:
-    redaction_matches_exactly(SqlStore(sqlite_engine))
-
-
-def redaction_matches_exactly(store: SqlStore) -> None:
-    here = Place("owner-a", "scope-1")
-    with store.write(here) as tx:
-        for key, ids in {"target": ("a_c",), "lookalike": ("abc",), "wider": ("xa_cx", "a%")}.items():
-            tx.put_receipt(Receipt(key=key, request_hash="h", status=201, response={"ok": True}, memory_ids=ids))
-        assert tx.redact_receipts("a_c") == 1
-        assert tx.redact_receipts("a%") == 1
-        tx.commit()
-    with store.read(here) as tx:
-        redacted = {k for k in ("target", "lookalike", "wider") if (r := tx.get_receipt(k)) and r.redacted}
-    assert redacted == {"target", "wider"}
 

@@ -136,9 +136,11 @@ def build_console(engine: Engine, folder: Path) -> Console:
     return console
 
 
-def open_console(engine: Engine, folder: Path) -> Console:
-    """The console world already written in `engine` (by `build_console`), on a runtime of its own."""
-    config = load_config({"MEMORY_INSTANCE_PATH": str(folder), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
+def open_console(engine: Engine, folder: Path, **env: str) -> Console:
+    """The console world already written in `engine` (by `build_console`), on a runtime of its own
+    (configured by `env` besides the defaults)."""
+    config = load_config({"MEMORY_INSTANCE_PATH": str(folder), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40,
+                          **env})
     runtime = build_runtime(config, embedder=None, engine=engine, llm=None)
     a, b = runtime.tenants.find("Tenant A"), runtime.tenants.find("Tenant B")
     assert a is not None and b is not None

@@ -17,7 +17,7 @@ from portal.adapters.sql.tables import audit_log
 from .conftest import A1_WORDS, B1_TEXT, PASSWORD, Console, main_html, page_text, request_id_from
 
 PERSON_ACTIONS = ("person.paused", "person.resumed", "person.exported", "person.erased_all", "erasure.requested")
-STAFF_ACTIONS = ("memories.viewed", "access.exported", "erasure.logged", "erasure.started", "erasure.completed")
+STAFF_ACTIONS = ("memories.viewed", "access.exported", "erasure.logged", "erasure.completed")
 ADMIN_ACTIONS = ("tenant.created", "tenant.ai_off", "tenant.ai_on", "staff.created", "api_key.created", "api_key.revoked")
 
 
@@ -62,7 +62,7 @@ def test_every_action_leaves_an_entry(console: Console) -> None:
         assert action in actions, action
     assert actions.count("person.exported") == 2  # JSON and CSV
     by_action = {e.action: e for e in console.audit()}
-    assert by_action["person.erased_all"].counts == {"memories": 1, "revisions": 0, "receipts": 0}
+    assert by_action["person.erased_all"].counts == {"memories": 1, "revisions": 0, "receipts": 0, "refs": 0}
     assert by_action["person.erased_all"].actor_id == console.a2.id
     assert by_action["erasure.completed"].counts and by_action["erasure.completed"].counts["memories"] == 3
 

@@ -66,7 +66,7 @@ def test_the_service_refusal_codes_are_all_in_the_catalog():
 
 
 def test_english_and_french_texts():
-    assert message("refused.paused", "en") == "Memory is paused: nothing new is learnt until you resume it."
+    assert message("refused.paused", "en") == "Memory is paused: nothing is learnt or changed until you resume it."
     assert (message("refused.paused", "fr") or "").startswith("La mémoire est en pause")
     assert message("memory_saved", "en") == "Saved to memory."
     assert message("memory_forgotten", "fr") == "Souvenir effacé."

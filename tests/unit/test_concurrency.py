@@ -28,7 +28,9 @@ def test_the_same_text_from_eight_threads_is_kept_once(service, place):
     assert all(r.ok for r in results)
     assert len({r.memory.id for r in results}) == 1
     assert [m.text for m in service.list(place, state="all").items] == ["Prefers short answers"]
-    assert sum(r.replaced_id is None for r in results) == 1
+    # One kept it; the seven others said the very same thing again: reinforced, no new revision.
+    assert sum(not r.reinforced for r in results) == 1 and all(r.replaced_id is None for r in results)
+    assert service.list(place).items[0].revision == 1
 
 
 def test_the_same_text_reinforced_from_eight_threads_is_kept_once(service, place):

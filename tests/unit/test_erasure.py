@@ -98,20 +98,21 @@ def test_a_replayed_id_through_the_service_does_not_bring_it_back(make_service, 
         service.get(place, "mem-1")
 
 
-def test_forget_redacts_receipts_that_held_the_memory(service, store, place):
+def test_forget_leaves_no_receipt_able_to_replay_its_text(service, store, place):
+    """Receipts never hold words (portal.memory.idempotency): after a forget, a replay that named
+    the memory is redacted, one that named another memory still answers it."""
+    from portal.memory.idempotency import REDACTED, Answer, once
+
     gone = remember_ok(service, place, "Has a therapist appointment on Monday")
     kept = remember_ok(service, place, "Likes tea")
-    _put_receipts(
-        store, place,
-        _receipt("k-gone", [gone.id], gone.text),
-        _receipt("k-kept", [kept.id], kept.text),
-    )
+    for key, memory in (("k-gone", gone), ("k-kept", kept)):
+        once(store, place, key, key, lambda m=memory: Answer(201, {"memory": m.to_json()}))
     service.forget(place, gone.id)
-    redacted = _receipt_of(store, place, "k-gone")
-    assert redacted.redacted is True and redacted.response is None
-    assert "therapist" not in repr(redacted)
-    untouched = _receipt_of(store, place, "k-kept")
-    assert untouched.redacted is False and untouched.response == {"memory": {"text": "Likes tea"}}
+    assert "therapist" not in repr(_receipt_of(store, place, "k-gone"))
+    redacted, replayed = once(store, place, "k-gone", "k-gone", lambda: Answer(500, None))
+    assert replayed and redacted.body == REDACTED
+    answered, replayed = once(store, place, "k-kept", "k-kept", lambda: Answer(500, None))
+    assert replayed and answered.body is not None and answered.body["memory"]["text"] == "Likes tea"
 
 
 def test_forget_all_erases_this_place_only(service, store, place):
@@ -121,11 +122,14 @@ def test_forget_all_erases_this_place_only(service, store, place):
     remember_ok(service, place, "Lives in Lyon")
     elsewhere = remember_ok(service, other_scope, "Works as a nurse")
     _put_receipts(store, place, _receipt("k1", [a.id], "Likes tea"))
+    _put_receipts(store, other_scope, _receipt("k1", [elsewhere.id], "Works"))
     counts = service.forget_all(place)
-    assert counts == {"memories": 2, "revisions": 1, "receipts": 1}
+    assert counts == {"memories": 2, "revisions": 1, "receipts": 1, "refs": 0}
     assert service.list(place, state="all").items == []
-    assert _receipt_of(store, place, "k1").response is None
+    with store.read(place) as tx:
+        assert tx.get_receipt("k1") is None  # erase everything takes the receipts too
     assert service.get(other_scope, elsewhere.id).text == "Works as a nurse"
+    assert _receipt_of(store, other_scope, "k1") is not None
 
 
 def _seed_owner(service, store, place, label):

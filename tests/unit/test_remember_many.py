@@ -48,7 +48,9 @@ def test_keep_can_be_the_configured_default(make_service, place):
 
 def test_by_default_a_repeat_in_the_same_call_meets_the_earlier_text(service, place):
     results = service.remember_many(place, TURNS)
-    assert results[3].replaced_id == results[1].memory.id
+    # Said again word for word: the earlier memory is reinforced, no new revision of the same text.
+    assert results[3].memory.id == results[1].memory.id and results[3].reinforced
+    assert results[3].replaced_id is None and results[3].memory.revision == 1
     assert len(active_texts(service, place)) == 3
 
 

@@ -351,10 +351,14 @@ def test_update_memory_of_an_unknown_id_is_not_found(service, place, memory_id):
     _refused(run_tool(service, place, "update_memory", {"id": memory_id, "text": "Anything"}), "not_found")
 
 
-def test_update_memory_works_while_paused(service, place):
+def test_update_memory_is_refused_while_paused(service, place):
+    """A paused person's memories change only by their own hand, never by the model's."""
     memory = remember_ok(service, place, "Likes chess")
     service.pause(place)
-    assert run_tool(service, place, "update_memory", {"id": memory.id, "text": "Likes go"})["ok"]
+    result = run_tool(service, place, "update_memory", {"id": memory.id, "text": "Likes go"}, language="en")
+    assert (result["ok"], result["reason"]) == (False, "paused")
+    assert result["message"] == "Memory is paused: nothing is learnt or changed until you resume it."
+    assert service.get(place, memory.id).text == "Likes chess"
 
 
 # ================================================================== forget

@@ -39,7 +39,7 @@ def test_pause_plain_and_what_it_means(world: World) -> None:
     # Nothing new is kept, but the person can still correct and see what is there.
     refused = client.post("/memories", data={"text": "I like plums"}, headers=HX)
     assert refused.status_code == 422
-    assert "Memory is paused: nothing new is learnt until you resume it." in page_text(refused)
+    assert "Memory is paused: nothing is learnt or changed until you resume it." in page_text(refused)
     assert client.post(f"/memories/{memory.id}", data={"text": "I live in Hull", "revision": "1"}).status_code == 303
     assert world.texts(world.ada) == ["I live in Hull"]
     assert client.post("/account/resume").status_code == 303

@@ -12,13 +12,15 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlalchemy import and_, insert, or_, select, update
-from sqlalchemy.engine import Engine, RowMapping
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import RowMapping
 
 from portal.memory.ports import new_id, utc_now
 from portal.memory.types import Place
 
+from .binding import Bind, reading, writing
 from .tables import tenants, users
 
 ROLES = ("member", "staff", "admin")
@@ -66,8 +68,8 @@ class AccountError(ValueError):
 
 
 class Accounts:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, bind: Bind) -> None:
+        self.bind = bind
 
     def create(
         self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
@@ -92,17 +94,18 @@ class Accounts:
             "tenant_id": tenant_id, "owner_id": owner_id or user_id, "language": language, "created_at": utc_now(),
             "last_visit_at": None,
         }
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             if conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first() is None:
                 raise AccountError("unknown_tenant")
-            try:
-                conn.execute(insert(users).values(**row))
-            except IntegrityError:
-                raise AccountError("email_taken") from None
+            # ON CONFLICT DO NOTHING, not a caught unique violation: PostgreSQL logs a violation's
+            # key, and the e-mail address would stay in the server's log after the account's erasure.
+            dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            if not conn.execute(dialect_insert(users).values(**row).on_conflict_do_nothing()).rowcount:
+                raise AccountError("email_taken")
         return _user(row)
 
     def get(self, user_id: str) -> User | None:
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             row = conn.execute(select(users).where(users.c.id == user_id)).mappings().first()
         return _user(row) if row else None
 
@@ -113,12 +116,12 @@ class Accounts:
         statement = select(users).where(condition).order_by(users.c.email).limit(50)
         if tenant_ids is not None:
             statement = statement.where(users.c.tenant_id.in_(tenant_ids))
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             return [_user(r) for r in conn.execute(statement).mappings()]
 
     def authenticate(self, email: str, password: str) -> User | None:
         """The account for these credentials, or None; the same work is done for unknown e-mails."""
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             row = conn.execute(select(users).where(users.c.email == email.strip().lower())).mappings().first()
         try:
             _hasher.verify(row["password_hash"] if row else _DUMMY, password)
@@ -129,18 +132,16 @@ class Accounts:
     def set_language(self, user_id: str, language: str) -> None:
         if language not in LANGUAGES:
             raise AccountError("invalid_language")
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             conn.execute(update(users).where(users.c.id == user_id).values(language=language))
 
     def mark_visit(self, user_id: str, at: datetime) -> None:
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             conn.execute(update(users).where(users.c.id == user_id).values(last_visit_at=at))
 
     def delete(self, user_id: str) -> bool:
         """Remove an account (erasure of the person): its e-mail, name and password hash go with it."""
-        from sqlalchemy import delete
-
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             return bool(conn.execute(delete(users).where(users.c.id == user_id)).rowcount)
 
     def staff(self, tenant_ids: list[str] | None = None) -> list[User]:
@@ -148,12 +149,12 @@ class Accounts:
         statement = select(users).where(users.c.role.in_(("staff", "admin"))).order_by(users.c.email)
         if tenant_ids is not None:
             statement = statement.where(users.c.tenant_id.in_(tenant_ids))
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             return [_user(r) for r in conn.execute(statement).mappings()]
 
     def names_of(self, place: Place) -> list[str]:
         """The other people of this place's tenant: a memory of this person must not name them."""
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             rows = conn.execute(
                 select(users.c.name).where(and_(users.c.tenant_id == place.scope, users.c.owner_id != place.owner_id))
             )

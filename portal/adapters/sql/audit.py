@@ -8,25 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.engine import RowMapping
 
+from portal.memory.audit import AuditEntry
 from portal.memory.ports import new_id, utc_now
 
+from .binding import Bind, reading, writing
 from .tables import audit_log, erasure_requests
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    id: str
-    at: datetime
-    actor_id: str | None
-    actor_role: str
-    action: str
-    subject_owner_id: str | None
-    scope: str | None
-    counts: dict[str, int] | None
-    ticket: str | None
-    reason_code: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +33,11 @@ class ErasureRequest:
 
 
 class AuditLog:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    """On an engine, each entry commits alone; bound to a unit of work's connection, an entry
+    commits with the change it records (`portal.adapters.sql.uow`)."""
+
+    def __init__(self, bind: Bind) -> None:
+        self.bind = bind
 
     def record(
         self, actor_id: str | None, actor_role: str, action: str, subject_owner_id: str | None = None,
@@ -55,13 +46,17 @@ class AuditLog:
     ) -> AuditEntry:
         entry = AuditEntry(new_id(), utc_now(), actor_id, actor_role, action, subject_owner_id, scope,
                            counts, ticket, reason_code)
-        with self.engine.begin() as conn:
-            conn.execute(insert(audit_log).values(
-                id=entry.id, at=entry.at, actor_id=actor_id, actor_role=actor_role, action=action,
-                subject_owner_id=subject_owner_id, scope=scope, counts=json.dumps(counts) if counts else None,
-                ticket=ticket, reason_code=reason_code,
-            ))
+        self.write(entry)
         return entry
+
+    def write(self, entry: AuditEntry) -> None:
+        with writing(self.bind) as conn:
+            conn.execute(insert(audit_log).values(
+                id=entry.id, at=entry.at, actor_id=entry.actor_id, actor_role=entry.actor_role, action=entry.action,
+                subject_owner_id=entry.subject_owner_id, scope=entry.scope,
+                counts=json.dumps(entry.counts) if entry.counts else None, ticket=entry.ticket,
+                reason_code=entry.reason_code,
+            ))
 
     def query(
         self, scopes: list[str] | None, actor_id: str | None = None, subject: str | None = None,
@@ -82,19 +77,19 @@ class AuditLog:
             statement = statement.where(c.at >= since)
         if until:
             statement = statement.where(c.at < until)
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             return [_entry(r) for r in conn.execute(statement).mappings()]
 
 
 class ErasureRequests:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, bind: Bind) -> None:
+        self.bind = bind
 
     def open(self, tenant_id: str, subject_owner_id: str, subject_user_id: str | None, ticket: str | None,
              received_at: datetime, requested_by: str) -> ErasureRequest:
         request = ErasureRequest(new_id(), tenant_id, subject_owner_id, subject_user_id, ticket, received_at,
                                  requested_by, "open", None, None, None)
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             conn.execute(insert(erasure_requests).values(
                 id=request.id, tenant_id=tenant_id, subject_owner_id=subject_owner_id,
                 subject_user_id=subject_user_id, ticket=ticket, received_at=received_at, requested_by=requested_by,
@@ -102,9 +97,14 @@ class ErasureRequests:
             ))
         return request
 
-    def get(self, request_id: str) -> ErasureRequest | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(erasure_requests).where(erasure_requests.c.id == request_id)).mappings().first()
+    def get(self, request_id: str, for_update: bool = False) -> ErasureRequest | None:
+        """The request; `for_update` (in a unit of work) locks its row until the unit commits, so
+        two staff completing it at once do not both erase (SQLite's writer lock does the same)."""
+        statement = select(erasure_requests).where(erasure_requests.c.id == request_id)
+        if for_update:
+            statement = statement.with_for_update()
+        with reading(self.bind) as conn:
+            row = conn.execute(statement).mappings().first()
         return _request(row) if row else None
 
     def all(self, tenant_ids: list[str] | None) -> list[ErasureRequest]:
@@ -112,18 +112,18 @@ class ErasureRequests:
         statement = select(erasure_requests).order_by(c.state.desc(), c.received_at)
         if tenant_ids is not None:
             statement = statement.where(c.tenant_id.in_(tenant_ids))
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             return [_request(r) for r in conn.execute(statement).mappings()]
 
     def open_for(self, subject_owner_id: str, tenant_id: str) -> list[ErasureRequest]:
         c = erasure_requests.c
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             rows = conn.execute(select(erasure_requests).where(
                 c.subject_owner_id == subject_owner_id, c.tenant_id == tenant_id, c.state == "open"))
             return [_request(r) for r in rows.mappings()]
 
     def complete(self, request_id: str, actor_id: str, counts: dict[str, int]) -> None:
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             conn.execute(update(erasure_requests).where(erasure_requests.c.id == request_id).values(
                 state="completed", completed_at=utc_now(), completed_by=actor_id, counts=json.dumps(counts),
                 subject_user_id=None,

@@ -8,11 +8,15 @@ transaction, so several app processes never interleave two writes to one person'
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError
+
+log = logging.getLogger("portal.store")
 
 
 def normalize_url(url: str | URL) -> URL:
@@ -48,13 +52,61 @@ def _sqlite_events(engine: Engine) -> None:
             cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        # Deleted rows are overwritten with zeros in the database pages, not only unlinked: what a
+        # person erased is not left in free space (many builds default to this; never rely on it).
+        cursor.execute("PRAGMA secure_delete=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get("sqlite_begin", "")
         connection.exec_driver_sql(f"BEGIN {mode}".strip())
+
+
+BUSY_TIMEOUT_MS = 60_000
+# How long a checkpoint after an erasure waits for readers of older snapshots before giving up
+# (it is tried again after the next write; see `checkpoint`).
+CHECKPOINT_WAIT_MS = 2_000
+
+
+def checkpoint(engine: Engine) -> bool:
+    """SQLite: copy the write-ahead log into the database and truncate it to zero bytes, so the
+    page images it held (with whatever rows they held) are gone from the `-wal` file. Answers False
+    when readers of an older snapshot kept it from completing within CHECKPOINT_WAIT_MS."""
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+        try:
+            busy, _log, _done = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.close()
+        return not busy
+    finally:
+        raw.close()
+
+
+# The tables holding a person's rows (kept in step with tables.OWNER_TABLES by a test).
+OWNER_TABLE_NAMES = ("memories", "memory_revisions", "memory_settings", "consolidation_refs", "idempotency_receipts",
+                     "memory_tombstones", "memory_places")
+VACUUM_WAIT = "5s"
+
+
+def vacuum_owner_tables(engine: Engine) -> bool:
+    """PostgreSQL: VACUUM (INDEX_CLEANUP ON) the tables that hold a person's rows, in autocommit.
+    Plain VACUUM skips index cleanup when under 2% of a table's pages hold dead rows, which leaves
+    an erased person's owner id in the indexes of a large table. Answers whether it ran."""
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(f"SET lock_timeout = '{VACUUM_WAIT}'")
+            conn.exec_driver_sql(f"VACUUM (INDEX_CLEANUP ON) {', '.join(OWNER_TABLE_NAMES)}")
+            conn.exec_driver_sql("RESET lock_timeout")
+        return True
+    except DBAPIError as exc:
+        log.warning("erasure.vacuum_skipped error=%s", type(exc.orig).__name__)
+        return False
 
 
 def place_lock_key(owner_id: str, scope: str) -> str:

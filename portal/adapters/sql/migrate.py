@@ -44,10 +44,3 @@ def current_revision(engine: Engine) -> str | None:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
-
-
-def rebuild_search_index(engine: Engine) -> None:
-    """Rebuild SQLite's full-text index (after a VACUUM, which may renumber rowids)."""
-    if engine.dialect.name == "sqlite":
-        with engine.begin() as conn:
-            conn.exec_driver_sql("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")

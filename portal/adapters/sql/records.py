@@ -1,5 +1,6 @@
-"""A place's records beside its memories: tombstones, settings, consolidation refs and idempotency
-receipts. A mixin of `SqlTx`, which gives it `conn`, `place`, `bound` and `store`."""
+"""A place's records beside its memories: tombstones, settings, consolidation refs, idempotency
+receipts, the erasure of the whole place, and the audit entries written with a change. A mixin of
+`SqlTx`, which gives it `conn`, `place`, `bound` and `store`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from sqlalchemy import and_, delete, insert, literal, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from portal.memory.audit import AuditEntry
 from portal.memory.store import Settings
-from portal.memory.types import Place, Receipt
+from portal.memory.types import Place, PurgeCounts, Receipt
 
+from .audit import AuditLog
 from .statements import PAUSED, TOMBSTONED, now
 from .tables import (
     consolidation_refs,
@@ -23,6 +26,7 @@ from .tables import (
     memory_settings,
     memory_tombstones,
 )
+from .uow import purge
 
 if TYPE_CHECKING:
     from .store import SqlStore
@@ -33,6 +37,9 @@ class PlaceRecords:
     place: Place
     bound: dict[str, str]
     store: SqlStore
+    changed: bool
+    erased: bool
+    token_gone: bool
 
     def here(self, table: Any = memories) -> ColumnElement[bool]:
         """This place in `table`'s WHERE clause (every table holding a person's rows has both columns)."""
@@ -82,6 +89,17 @@ class PlaceRecords:
             ).rowcount
         )
 
+    # ---------------------------------------------------------------- the whole place, the audit trail
+
+    def purge(self) -> PurgeCounts:
+        counts = purge(self.conn, self.store.postgres, self.place.owner_id, [self.place.scope])
+        # The place's token went with it: a recall finds nothing to keep (see `place_index`).
+        self.changed = self.erased = self.token_gone = True
+        return counts
+
+    def record(self, entry: AuditEntry) -> None:
+        AuditLog(self.conn).write(entry)
+
     # ---------------------------------------------------------------- receipts
 
     def get_receipt(self, key: str) -> Receipt | None:
@@ -127,14 +145,3 @@ class PlaceRecords:
         t = idempotency_receipts.c
         return bool(self.conn.execute(delete(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key)).rowcount)
 
-    def redact_receipts(self, memory_id: str) -> int:
-        t = idempotency_receipts.c
-        return self.conn.execute(
-            update(idempotency_receipts)
-            # The id is matched as one quoted JSON element; autoescape keeps `_` and `%` in an id literal.
-            .where(
-                self.here(idempotency_receipts), t.redacted.is_(False),
-                t.memory_ids.contains(json.dumps(memory_id), autoescape=True),
-            )
-            .values(response=None, redacted=True)
-        ).rowcount

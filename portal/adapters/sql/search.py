@@ -5,22 +5,21 @@ the place's blobs and scans them with numpy. Both select rows through the (owner
 index first and only ever compare vectors of the query's model and size.
 
 Words: `search_text` holds each memory's ranking terms (folded, stemmed words: see
-`portal.memory.text`). SQLite's full-text index (FTS5 `MATCH`) picks the place's memories holding a
-query term; PostgreSQL reads the place's terms through the place index (its GIN index is not read:
-see `_place_terms_ranking`). BM25 then scores them in process with the place's own statistics (how
-many memories, their average length), the very function the in-memory store uses: the three
-stores rank alike, and no other person's words weigh on a person's ranking (FTS5's `bm25()` would
-count the whole table). When no term is found, a fragment match over the place's terms takes over.
+`portal.memory.text`), and nothing else does: there is no full-text index, so no second copy of a
+person's words that an erasure would leave behind (an FTS5 delete only adds a tombstone; a GIN
+index keeps its entries until VACUUM). Both databases read the place's terms through the place
+index (see `place_terms_ranking`) and BM25 scores them in process with the place's own statistics
+(how many memories, their average length), the very function the in-memory store uses: the three
+stores rank alike, and no other person's words weigh on a person's ranking. When no term is found,
+a fragment match over the place's terms takes over.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Float, LargeBinary, func, literal_column, select, text, type_coerce
-from sqlalchemy.sql.elements import ColumnClause
+from sqlalchemy import Float, LargeBinary, func, select, type_coerce
 
 from portal.memory.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
 from portal.memory.store import Filters
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from .transaction import SqlTx
 
 M = memories.c
-_TOKEN = re.compile(r"[^\w]+", re.UNICODE)
 
 
 def nearest_rows(tx: SqlTx, query: Embedding, limit: int, filters: Filters) -> list[tuple[str, float]]:
@@ -80,56 +78,24 @@ def mean_vector(tx: SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray
     return (matrix / norms[:, None]).mean(axis=0).astype(np.float32)
 
 
-def fts_terms(wanted: list[str]) -> list[str]:
-    """Ranking terms as the full-text index knows them: letters and digits only ("c++" is "c" to
-    it); the index then finds a superset of the memories holding each term, and BM25 decides."""
-    stripped = [_TOKEN.sub("", t) for t in wanted]
-    return list(dict.fromkeys(t for t in stripped if t))
-
-
-# How many terms a row's search_text holds (terms are joined by single spaces).
-_TERM_COUNT: ColumnClause[Any] = literal_column(
-    "CASE WHEN coalesce(search_text, '') = '' THEN 0 "
-    "ELSE length(search_text) - length(replace(search_text, ' ', '')) + 1 END"
-)
-
-
 def words_ranking(tx: SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
     """BM25 of the query's terms over the place's memories, or the fragment match when no term is
     found: the same ranking as the in-memory store's, on the stored terms (`search_text`)."""
     wanted = query_terms(query)
     if not wanted or limit <= 0:
         return []
-    where = [tx.here(), *tx.filtered(filters)]
-    if tx.store.postgres:
-        return _place_terms_ranking(tx, wanted, where, limit)
-    indexed = fts_terms(wanted)
-    if not indexed:
-        return []
-    # Only fixed fragments are joined into this SQL; the query terms are a bound parameter.
-    holds = text(
-        "memories.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :match)"
-    ).bindparams(match=" OR ".join('"' + t.replace('"', '""') + '"' for t in indexed))
-    rows = tx.conn.execute(select(M.id, M.search_text).where(*where, holds).order_by(M.id)).all()
-    if rows:
-        count, total = tx.conn.execute(select(func.count(), func.coalesce(func.sum(_TERM_COUNT), 0)).where(*where)).one()
-        docs = [bag(r.id, (r.search_text or "").split()) for r in rows]
-        ranked = bm25_rank(wanted, docs, int(count), float(total) / max(int(count), 1), limit)
-        if ranked:
-            return ranked
-    everything = tx.conn.execute(select(M.id, M.search_text).where(*where).order_by(M.id))
-    return fragment_top(wanted, [(r.id, (r.search_text or "").split()) for r in everything], limit)
+    return place_terms_ranking(tx, wanted, [tx.here(), *tx.filtered(filters)], limit)
 
 
-def _place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: int) -> list[tuple[str, float]]:
-    """PostgreSQL: one statement reads the place's terms through the (owner_id, scope, ...) index,
-    at most a person's memories however large the database, and BM25 picks among them in process.
+def place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: int) -> list[tuple[str, float]]:
+    """One statement reads the place's terms through the (owner_id, scope, ...) index, at most a
+    person's memories however large the database, and BM25 picks among them in process.
 
-    Not the GIN index: a common term's posting list there holds every person's memories with it,
-    and intersecting it with the place grew with the database (p50 over 200 queries: 6-8 ms at
-    1,000,000 memories against 3.3-3.7 ms at 10,000, where this takes 3-4 ms at both; the same
-    answers; docs/benchmarks.md, "Scale"). Only memories holding a query term get a term count; the
-    place's size and average length come from all of its memories.
+    (A full-text index would not be faster: on PostgreSQL a common term's GIN posting list holds
+    every person's memories with it, and intersecting it with the place grew with the database —
+    p50 over 200 queries: 6-8 ms at 1,000,000 memories against 3.3-3.7 ms at 10,000, where this
+    takes 3-4 ms at both; docs/benchmarks.md, "Scale".) Only memories holding a query term get a
+    term count; the place's size and average length come from all of its memories.
     """
     rows = tx.conn.execute(select(M.id, M.search_text).where(*where).order_by(M.id)).all()
     if not rows:

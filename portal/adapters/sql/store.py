@@ -30,18 +30,20 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
+from portal.memory.audit import AuditEntry
 from portal.memory.recall_index import RecallCache
 from portal.memory.store import NeedsVector
 from portal.memory.types import Embedding, Memory, Place, PurgeCounts
 
-from .engine import is_postgres, lock_place
+from .audit import AuditLog
+from .engine import checkpoint, is_postgres, lock_place, vacuum_owner_tables
 from .tables import (
-    OWNER_TABLES,
     idempotency_receipts,
     memories,
     memory_revisions,
 )
 from .transaction import SqlTx
+from .uow import SqlUnitOfWork
 
 M = memories.c
 R = memory_revisions.c
@@ -80,15 +82,26 @@ class SqlStore:
         self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
         # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
         self._sqlite_writer = threading.Lock()
+        # SQLite: an erasure's checkpoint could not truncate the log yet (a reader held an older
+        # snapshot); the next write commits, then tries again.
+        self.wal_pending = False
+
+    @contextmanager
+    def writer(self) -> Iterator[Connection]:
+        """A connection whose transactions write: on SQLite queued behind this process's writers
+        and opened with BEGIN IMMEDIATE (several processes then serialise instead of failing half
+        way); on PostgreSQL a plain one (the place locks are taken inside)."""
+        if self.postgres:
+            with self.engine.connect() as conn:
+                yield conn
+            return
+        with self._sqlite_writer, self.engine.connect() as conn:
+            yield conn.execution_options(sqlite_begin="IMMEDIATE")
 
     @contextmanager
     def write(self, place: Place) -> Iterator[SqlTx]:
-        if self.postgres:
-            with self.engine.connect() as conn:
-                yield from self._transaction(conn, place, lock=True, writable=True)
-            return
-        with self._sqlite_writer, self.engine.connect() as conn:
-            yield from self._transaction(conn.execution_options(sqlite_begin="IMMEDIATE"), place, lock=False, writable=True)
+        with self.writer() as conn:
+            yield from self._transaction(conn, place, lock=self.postgres, writable=True)
 
     @contextmanager
     def read(self, place: Place, snapshot: bool = True) -> Iterator[SqlTx]:
@@ -124,28 +137,36 @@ class SqlStore:
         return marked
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
-        if self.recall_cache is not None:
-            self.recall_cache.drop_owner(owner_id)
-        counts: dict[str, int] = {}
-        with self.engine.connect() as conn, conn.begin():
-            if self.postgres:
-                found = conn.execute(select(M.scope).where(M.owner_id == owner_id).distinct()).scalars()
-                for scope in sorted(found):
-                    if scopes is None or scope in scopes:
-                        lock_place(conn, owner_id, scope)
-            for table in OWNER_TABLES:
-                where = table.c.owner_id == owner_id
-                if scopes is not None:
-                    where = where & table.c.scope.in_(list(scopes))
-                counts[table.name] = conn.execute(delete(table).where(where)).rowcount
-        if self.recall_cache is not None:
-            # Again, after the commit: a recall running alongside may have cached the place anew.
-            self.recall_cache.drop_owner(owner_id)
-        return PurgeCounts(
-            memories=counts["memories"], revisions=counts["memory_revisions"], settings=counts["memory_settings"],
-            refs=counts["consolidation_refs"], receipts=counts["idempotency_receipts"],
-            tombstones=counts["memory_tombstones"],
-        )
+        with self.unit() as uow:
+            counts = uow.purge_owner(owner_id, scopes)
+            uow.commit()
+        return counts
+
+    @contextmanager
+    def unit(self) -> Iterator[SqlUnitOfWork]:
+        """A write transaction across places and the records around them (see `.uow`)."""
+        with self.writer() as conn:
+            trans = conn.begin()
+            try:
+                yield SqlUnitOfWork(self, conn, trans)
+            finally:
+                if trans.is_active:
+                    trans.rollback()
+
+    def after_erasure(self, person: bool = False) -> None:
+        """After a transaction that erased text committed.
+
+        SQLite: copy the write-ahead log into the database file and truncate it, so the erased
+        rows' earlier page images do not stay in the `-wal` file (secure_delete zeroed them in the
+        database pages). PostgreSQL, after a person's erasure (`person`): VACUUM the tables that
+        hold a person's rows, index entries included, so their dead rows go now rather than when
+        autovacuum comes by (docs/operations.md, "What erasure removes", gives what stays and for
+        how long). A VACUUM that cannot run (no privilege, a lock held past VACUUM_WAIT) is left
+        to autovacuum; the log says so, with the error's class only."""
+        if not self.postgres:
+            self.wal_pending = not checkpoint(self.engine)
+        elif person:
+            vacuum_owner_tables(self.engine)
 
     def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]:
         stale = (M.embedding_model.is_(None)) | (M.embedding_model != model)
@@ -169,6 +190,9 @@ class SqlStore:
             tx.changed = bool(done)
             tx.commit()
         return bool(done)
+
+    def audit_trail(self) -> builtins.list[AuditEntry]:
+        return list(reversed(AuditLog(self.engine).query(None, limit=1_000_000)))
 
     def places(self) -> Iterator[Place]:
         with self.engine.connect() as conn:
@@ -217,14 +241,8 @@ class SqlStore:
         """A write transaction across places, for maintenance (retention, key rotation): committed on
         leaving, rolled back on an error. On SQLite it queues behind this process's writers and
         opens with BEGIN IMMEDIATE, as `write` does."""
-        if self.postgres:
-            with self.engine.connect() as conn, conn.begin():
-                yield conn
-            return
-        with self._sqlite_writer, self.engine.connect() as conn:
-            conn = conn.execution_options(sqlite_begin="IMMEDIATE")
-            with conn.begin():
-                yield conn
+        with self.writer() as conn, conn.begin():
+            yield conn
 
     def encrypt(self, text: str) -> str:
         return self.cipher.encrypt(text) if self.cipher else text

@@ -73,14 +73,26 @@ class SqlTx(PlaceRecords):
         self.writable = writable
         # Whether this transaction changed what recall ranks; its commit then replaces the token.
         self.changed = False
+        # Whether it erased text (a memory, a revision, a wording overwritten in place or undone);
+        # its commit then lets the store clear what the database keeps of it besides (the WAL).
+        self.erased = False
+        self.token_gone = False
         self._index: PlaceIndex | None | bool = False  # False: not looked up yet
         # The place as the bound parameters of the statements built once below.
         self.bound = {"place_owner": place.owner_id, "place_scope": place.scope}
 
     def commit(self) -> None:
-        if self.changed:
+        if self.changed and not self.token_gone:
             self._replace_token()
         self._trans.commit()
+        cache = self.store.recall_cache
+        if self.changed and cache is not None:
+            # What this worker kept of the place is stale now; nothing of a forgotten or corrected
+            # memory stays in it until the next recall (other workers see the new token).
+            cache.forget(self.place)
+        if self.erased or self.store.wal_pending:
+            # A whole place erased (the person's "erase everything") is a person's erasure.
+            self.store.after_erasure(person=self.token_gone)
 
     def _replace_token(self) -> None:
         statement = NEW_TOKEN_PG if self.store.postgres else NEW_TOKEN_SQLITE
@@ -97,16 +109,20 @@ class SqlTx(PlaceRecords):
         if cache is None or self.writable or not PlaceIndex.serves(filters):
             return None
         if self._index is False:
-            token = self.conn.execute(TOKEN, self.bound).scalar_one_or_none()
-            if token is None:  # nothing written here yet (or erased): nothing to keep
-                cache.forget(self.place)
-                self._index = None
-            else:
-                index = cache.get(self.place, token)
-                if index is None:
-                    index = PlaceIndex(token, self._entries())
-                    cache.put(self.place, index)
-                self._index = index
+            ticket = cache.ticket(self.place)  # before the token: see RecallCache
+            try:
+                token = self.conn.execute(TOKEN, self.bound).scalar_one_or_none()
+                if token is None:  # nothing written here yet (or erased): nothing to keep
+                    cache.forget(self.place)
+                    self._index = None
+                else:
+                    index = cache.get(self.place, token)
+                    if index is None:
+                        index = PlaceIndex(token, self._entries())
+                        cache.put(self.place, index, ticket)
+                    self._index = index
+            finally:
+                cache.release(ticket)
         return self._index if isinstance(self._index, PlaceIndex) else None
 
     def _entries(self) -> builtins.list[Entry]:
@@ -249,6 +265,8 @@ class SqlTx(PlaceRecords):
             update(memories).where(self.here(), M.id == memory.id, M.revision == expected_revision).values(**row)
         ).rowcount
         self.changed = self.changed or bool(done)
+        # An in-place edit overwrote a wording, an undo took one back: both are erasures.
+        self.erased = self.erased or (bool(done) and memory.last_op in ("in_place", "undo"))
         return bool(done)
 
     def push_revision(self, revision: Revision) -> None:
@@ -275,6 +293,7 @@ class SqlTx(PlaceRecords):
                 self.here(memory_revisions), R.memory_id == memory_id, R.revision == row["revision"]
             )
         )
+        self.erased = True
         return self._revision(row)
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
@@ -286,13 +305,16 @@ class SqlTx(PlaceRecords):
         ).rowcount
         removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
         self.changed = self.changed or bool(removed)
+        self.erased = self.erased or bool(removed or revisions)
         return removed, revisions
 
     def remove_all(self) -> tuple[int, int]:
         revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
         removed = self.conn.execute(delete(memories).where(self.here())).rowcount
         self.changed = self.changed or bool(removed)
+        self.erased = self.erased or bool(removed or revisions)
         return removed, revisions
+
 
     def set_state(self, ids: Sequence[str], state: str) -> int:
         if not ids:

@@ -71,7 +71,6 @@ class PlacesContract(ContractBase):
                 assert tx.set_state([mine.id], "archived") == 0
                 assert tx.save(mine.copy(revision=2, text="stolen"), 1) is False
                 assert tx.pop_revision(mine.id) is None
-                assert tx.redact_receipts(mine.id) == 0
                 assert tx.remove([mine.id]) == (0, 0)
                 assert tx.remove_all() == (0, 0)
                 tx.commit()

@@ -1,12 +1,14 @@
 """The store contract on what a place keeps besides its memories: settings, claimed refs and
-idempotency receipts (claimed, finished, dropped and redacted).
+idempotency receipts (claimed, finished and dropped), the erasure of a whole place, and the audit
+entries written in the same transaction as the change they record.
 """
 
 from __future__ import annotations
 
+from ..audit import AuditNote
 from ..store import Settings, Store
 from ..types import Receipt
-from .base import ContractBase
+from .base import ALL, ContractBase
 
 
 class ReceiptsContract(ContractBase):
@@ -88,30 +90,64 @@ class ReceiptsContract(ContractBase):
             assert tx.drop_receipt("idem-p") is True and tx.drop_receipt("idem-p") is False
             tx.commit()
 
-    def test_redaction_touches_only_receipts_naming_the_memory(self, store: Store) -> None:
-        here, other, _ = self.places3(store)
-        target, neighbour = self.new_id(), self.new_id()
+    def test_a_receipt_keeps_exactly_what_it_is_given(self, store: Store) -> None:
+        """Stores keep a receipt's answer as handed to them (content-free already: the service
+        strips it, see `portal.memory.idempotency`), and forgetting a memory changes no receipt."""
+        here = self.place(store)
+        (memory,) = self.add(store, here, "Walks the dog at seven")
+        kept = {"memory": {"id": memory.id, "revision": 1, "text": None, "$memory": True}, "reinforced": False}
         with store.write(here) as tx:
-            tx.put_receipt(self.receipt("only", target))
-            tx.put_receipt(self.receipt("both", neighbour, target))
-            tx.put_receipt(self.receipt("neighbour", neighbour))
-            tx.put_receipt(self.receipt("none"))
-            tx.commit()
-        with store.write(other) as tx:
-            tx.put_receipt(self.receipt("only", target))
+            tx.put_receipt(Receipt("k", "d" * 64, 0, None, created_at=self.at(9)))
+            assert tx.finish_receipt("k", 201, kept, [memory.id])
             tx.commit()
         with store.write(here) as tx:
-            assert tx.redact_receipts(target) == 2
-            assert tx.redact_receipts(target) == 0
+            tx.remove([memory.id])
             tx.commit()
         with store.read(here) as tx:
-            for key in ("only", "both"):
-                got = tx.get_receipt(key)
-                assert got is not None and got.response is None and got.redacted, key
-                assert got.status == 201 and target in got.memory_ids
-            for key in ("neighbour", "none"):
-                got = tx.get_receipt(key)
-                assert got is not None and got.response is not None and not got.redacted, key
-        with store.read(other) as tx:
-            got = tx.get_receipt("only")
-            assert got is not None and got.response is not None and not got.redacted
+            got = tx.get_receipt("k")
+            assert got is not None and (got.status, got.response, got.memory_ids) == (201, kept, (memory.id,))
+
+    def test_a_place_purge_leaves_nothing_that_names_the_owner(self, store: Store) -> None:
+        here, other, elsewhere = self.places3(store)
+        for place in (here, other, elsewhere):
+            (memory,) = self.add(store, place, "Walks the dog at seven")
+            with store.write(place) as tx:
+                tx.push_revision(self.revision(memory, 1, "Walks the dog at six"))
+                tx.set_settings(Settings(paused=True))
+                tx.claim_ref("conv-1", self.at(2))
+                tx.put_receipt(self.receipt("key-1", memory.id))
+                tx.tombstone([self.new_id()], self.at(3))
+                tx.commit()
+        with store.write(here) as tx:
+            counts = tx.purge()
+            tx.commit()
+        assert (counts.memories, counts.revisions, counts.settings, counts.refs, counts.receipts, counts.tombstones) == (
+            1, 1, 1, 1, 1, 1)
+        with store.read(here) as tx:
+            assert tx.list(ALL) == [] and tx.get_receipt("key-1") is None and tx.settings() == Settings()
+        with store.write(here) as tx:
+            assert tx.claim_ref("conv-1", self.at(4)) is True  # the claim went too
+        assert here not in list(store.places())
+        for place in (other, elsewhere):
+            with store.read(place) as tx:
+                assert len(tx.list(ALL)) == 1 and tx.get_receipt("key-1") is not None and tx.settings().paused
+
+    def test_an_audit_entry_commits_with_the_change_it_records(self, store: Store) -> None:
+        here = self.place(store)
+        note = AuditNote("actor-1", "member", "person.paused")
+        before = len(store.audit_trail())
+        with store.write(here) as tx:
+            tx.set_settings(Settings(paused=True))
+            tx.record(note.entry(here.owner_id, here.scope, at=self.at(1)))
+            # left without commit: neither the change nor its record stays
+        with store.read(here) as tx:
+            assert tx.settings().paused is False
+        assert len(store.audit_trail()) == before
+        with store.write(here) as tx:
+            tx.set_settings(Settings(paused=True))
+            tx.record(note.entry(here.owner_id, here.scope, {"memories": 2}, at=self.at(2)))
+            tx.commit()
+        trail = store.audit_trail()
+        assert len(trail) == before + 1
+        assert (trail[-1].action, trail[-1].subject_owner_id, trail[-1].scope, trail[-1].counts) == (
+            "person.paused", here.owner_id, here.scope, {"memories": 2})

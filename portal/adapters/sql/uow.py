@@ -1,0 +1,85 @@
+"""The SQL unit of work: one connection and one transaction for a change that spans a person's
+memories and the records around them — the audit log, accounts and erasure requests.
+
+`SqlStore.unit()` opens it as a write transaction (SQLite: BEGIN IMMEDIATE behind this process's
+writer lock; PostgreSQL: each place it erases is locked with the place's advisory lock). Nothing is
+kept unless `commit()` is called; leaving the block without it rolls everything back, audit entry
+included. What the commit makes stale in this process (the recall cache of an erased person) is
+dropped right after it, and an erasure on SQLite then truncates the write-ahead log (see
+`SqlStore.after_erasure`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Connection, RootTransaction
+
+from portal.memory.audit import AuditEntry
+from portal.memory.types import PurgeCounts
+
+from .accounts import Accounts
+from .audit import AuditLog, ErasureRequests
+from .engine import lock_place
+from .tables import OWNER_TABLES, memories
+
+if TYPE_CHECKING:
+    from .store import SqlStore
+
+
+class SqlUnitOfWork:
+    def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction) -> None:
+        self.store = store
+        self.conn = conn
+        self._trans = trans
+        self.audit = AuditLog(conn)
+        self.accounts = Accounts(conn)
+        self.erasures = ErasureRequests(conn)
+        self._erased_owners: set[str] = set()
+
+    def record(self, entry: AuditEntry) -> None:
+        self.audit.write(entry)
+
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None) -> PurgeCounts:
+        """Erase everything kept under this owner id in `scopes` (None: in every scope)."""
+        counts = purge(self.conn, self.store.postgres, owner_id, scopes)
+        self._erased_owners.add(owner_id)
+        if self.store.recall_cache is not None:
+            self.store.recall_cache.drop_owner(owner_id)
+        return counts
+
+    def commit(self) -> None:
+        self._trans.commit()
+        self.after_commit()
+
+    def after_commit(self) -> None:
+        if not self._erased_owners:
+            return
+        if self.store.recall_cache is not None:
+            for owner_id in self._erased_owners:
+                # Again, after the commit: a recall running alongside may have cached the place anew.
+                self.store.recall_cache.drop_owner(owner_id)
+        self.store.after_erasure(person=True)
+
+
+def purge(conn: Connection, postgres: bool, owner_id: str, scopes: Sequence[str] | None) -> PurgeCounts:
+    """Delete an owner's rows from every table that holds a person's data, on `conn`."""
+    M = memories.c
+    counts: dict[str, int] = {}
+    if postgres:
+        found = conn.execute(select(M.scope).where(M.owner_id == owner_id).distinct()).scalars()
+        for scope in sorted(found):
+            if scopes is None or scope in scopes:
+                lock_place(conn, owner_id, scope)
+    for table in OWNER_TABLES:
+        where = table.c.owner_id == owner_id
+        if scopes is not None:
+            where = where & table.c.scope.in_(list(scopes))
+        counts[table.name] = conn.execute(delete(table).where(where)).rowcount
+    return PurgeCounts(
+        memories=counts["memories"], revisions=counts["memory_revisions"], settings=counts["memory_settings"],
+        refs=counts["consolidation_refs"], receipts=counts["idempotency_receipts"],
+        tombstones=counts["memory_tombstones"],
+    )

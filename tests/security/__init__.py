@@ -1,0 +1,1 @@
+"""Attack tests for the privacy promises: what is erased stays unreadable everywhere."""
