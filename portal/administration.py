@@ -5,20 +5,26 @@ Framework-free; the admin views are thin shells over `Administration`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
 from portal.adapters.sql.accounts import AccountError, Accounts, User
 from portal.adapters.sql.api_keys import ApiKey, ApiKeys
 from portal.adapters.sql.audit import AuditLog
 from portal.adapters.sql.tenants import Tenant, TenantExists, Tenants
+from portal.adapters.sql.uow import SqlUnitOfWork
 from portal.memory import NotFound
 from portal.support import Refusal
 
 
 class Administration:
-    def __init__(self, tenants: Tenants, accounts: Accounts, api_keys: ApiKeys, audit: AuditLog) -> None:
+    def __init__(self, tenants: Tenants, accounts: Accounts, api_keys: ApiKeys, audit: AuditLog,
+                 unit: Callable[[], AbstractContextManager[SqlUnitOfWork]]) -> None:
         self.tenants = tenants
         self.accounts = accounts
         self.api_keys = api_keys
         self.audit = audit
+        self.unit = unit
 
     @staticmethod
     def _admin(actor: User) -> None:
@@ -68,3 +74,13 @@ class Administration:
         if key_id not in keys or not self.api_keys.revoke(key_id):
             raise NotFound()
         self.audit.record(actor.id, actor.role, "api_key.revoked", scope=keys[key_id].tenant_id, ticket=key_id)
+
+    def end_sessions(self, actor: User, user_id: str) -> None:
+        """End every sign-in session of an account; its audit entry in the same transaction."""
+        self._admin(actor)
+        with self.unit() as uow:
+            person = uow.accounts.get(user_id)
+            if person is None or not uow.accounts.end_sessions(user_id):
+                raise NotFound()
+            uow.audit.record(actor.id, actor.role, "sessions.ended", person.owner_id, person.tenant_id)
+            uow.commit()

@@ -94,7 +94,7 @@ def build_runtime(
         embedder=chosen,
         options=Options(
             rules=rules, max_active=config.max_active, trim_above=config.trim_above,
-            trusted_tools=config.trusted_tools, prompts=prompts,
+            trusted_tools=config.trusted_tools, prompts=prompts, lease_seconds=float(config.lease_seconds),
         ),
         llm=chosen_llm,
         mask=config.mask,
@@ -103,5 +103,5 @@ def build_runtime(
     )
     audit = AuditLog(engine)
     support = Support(service, accounts, tenants, audit, ErasureRequests(engine), store.unit, config.erasure_scope)
-    administration = Administration(tenants, accounts, ApiKeys(engine), audit)
+    administration = Administration(tenants, accounts, ApiKeys(engine), audit, store.unit)
     return Runtime(config, engine, store, tenants, service, accounts, audit, support, administration)

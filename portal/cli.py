@@ -16,6 +16,7 @@ import click
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import ConfigError, load_config
 from portal.memory import Place, Saved, Source
+from portal.memory.audit import AuditNote
 
 DEMO_TENANT = "Demo"
 DEMO_OWNER = "demo-ada"
@@ -246,6 +247,25 @@ def user_create(
     click.echo(created.owner_id)
 
 
+@user.command("set-password")
+@click.option("--email", required=True)
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
+def user_set_password(email: str, password_stdin: bool) -> None:
+    """Give an account a new password; every session it has is ended."""
+    from portal.adapters.sql.accounts import AccountError
+
+    runtime = _runtime()
+    found = [u for u in runtime.accounts.find(email) if u.email == email.strip().lower()]
+    if not found:
+        raise click.ClickException(f"no account with the e-mail {email!r}")
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        runtime.accounts.set_password(found[0].id, password)
+    except AccountError as exc:
+        raise click.ClickException(exc.code) from None
+    click.echo(f"password changed for {found[0].id}; its sessions have ended")
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, type=int, show_default=True)
@@ -290,7 +310,8 @@ def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
     if not yes:
         where = f"in tenant {tenant_ref}" if scopes else "in EVERY tenant (owner ids are per tenant)"
         click.confirm(f"Erase every memory of {owner_id} {where}?", abort=True)
-    counts = runtime.service.purge_owner(owner_id, scopes)
+    counts = runtime.service.purge_owner(owner_id, scopes, audit=AuditNote(None, "operator", "person.purged"))
+    runtime.store.settle(60)  # the cleaning up after the erasure, before the process ends
     click.echo(json.dumps(counts.to_json()))
 
 

@@ -56,9 +56,10 @@ def prune(history: timedelta | None, receipts: timedelta | None, archived: timed
         raise click.UsageError(
             "nothing to prune: give --history-older-than, --receipts-older-than and/or --archived-older-than"
         )
-    service = _runtime().service
+    runtime = _runtime()
     with tqdm(unit="row", file=sys.stderr, disable=None) as bar:
-        counts = service.prune(history, receipts, archived, progress=bar.update)
+        counts = runtime.service.prune(history, receipts, archived, progress=bar.update)
+    runtime.store.settle(60)  # the cleaning up after what it erased, before the process ends
     click.echo(json.dumps(counts.to_json()))
 
 

@@ -53,6 +53,15 @@ class Config:
     # Which scopes the erasure of an account reaches: its tenant's ("tenant"), or every scope
     # ("all") for a host whose owner ids are unique across its tenants (DESIGN §2).
     erasure_scope: str = "tenant"
+    # Where rate-limit counters live, shared by every worker: a `limits` storage URI (redis://...),
+    # or empty for the app's own database (see portal.adapters.sql.counters).
+    ratelimit_storage_uri: str = ""
+    # How long a pending idempotent request or a claimed conversation holds its lease (renewed
+    # while it runs); a worker that died gives its work up after this.
+    lease_seconds: int = 60
+    # How many proxies in front of the app set X-Forwarded-For: the client address the sign-in
+    # throttle counts by is the one the nearest of them saw (0: the socket's own address).
+    proxy_hops: int = 0
 
     @property
     def production(self) -> bool:
@@ -137,6 +146,9 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         recall_cache_mb=_int(environ, "MEMORY_RECALL_CACHE_MB", 256, minimum=0),
         recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
         erasure_scope=erasure_scope,
+        ratelimit_storage_uri=environ.get("RATELIMIT_STORAGE_URI", "").strip(),
+        lease_seconds=_int(environ, "MEMORY_LEASE_SECONDS", 60, minimum=1),
+        proxy_hops=_int(environ, "MEMORY_PROXY_HOPS", 0, minimum=0),
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]

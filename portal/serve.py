@@ -2,10 +2,59 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 from typing import Any
 
+from gunicorn import util
 from gunicorn.app.base import BaseApplication
+from gunicorn.http import errors as http_errors
+from gunicorn.workers.sync import SyncWorker
+
+log = logging.getLogger("portal.serve")
+
+# What gunicorn itself refuses, before the app sees the request: (status, reason, code). Answered
+# as problem+json like every other error, and never with the request line echoed (its query
+# string can hold a person's words).
+REFUSED_BY_THE_SERVER: dict[type[Exception], tuple[int, str, str]] = {
+    http_errors.LimitRequestLine: (414, "URI Too Long", "uri_too_long"),
+    http_errors.LimitRequestHeaders: (431, "Request Header Fields Too Large", "headers_too_large"),
+    http_errors.ForbiddenProxyRequest: (403, "Forbidden", "forbidden"),
+    http_errors.UnsupportedTransferCoding: (501, "Not Implemented", "not_implemented"),
+    http_errors.ExpectationFailed: (417, "Expectation Failed", "expectation_failed"),
+}
+BAD_REQUESTS = (
+    http_errors.InvalidRequestLine, http_errors.InvalidRequestMethod, http_errors.InvalidHTTPVersion,
+    http_errors.InvalidHeader, http_errors.InvalidHeaderName, http_errors.InvalidProxyLine,
+    http_errors.InvalidSchemeHeaders, http_errors.ObsoleteFolding, http_errors.InvalidChunkSize,
+    http_errors.ChunkMissingTerminator, http_errors.InvalidChunkExtension, http_errors.InvalidH2CPreface,
+)
+
+
+def problem_bytes(status: int, reason: str, code: str) -> bytes:
+    body = json.dumps({"type": "about:blank", "title": reason, "status": status, "detail": None, "code": code})
+    head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    return (head + body).encode("latin-1")
+
+
+class PortalWorker(SyncWorker):  # type: ignore[misc]
+    """gunicorn's sync worker, answering the requests gunicorn refuses as problem+json."""
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        found = next((v for k, v in REFUSED_BY_THE_SERVER.items() if isinstance(exc, k)), None)
+        if found is None and isinstance(exc, BAD_REQUESTS):
+            found = (400, "Bad Request", "bad_request")
+        if found is None:
+            super().handle_error(req, client, addr, exc)
+            return
+        # The error's class only: its text can quote the request line.
+        log.warning("serve.refused status=%d error=%s", found[0], type(exc).__name__)
+        try:
+            util.write_nonblock(client, problem_bytes(*found))
+        except OSError:
+            log.debug("serve.refused_unsent")
 
 
 class PortalServer(BaseApplication):  # type: ignore[misc]
@@ -59,6 +108,7 @@ def run(host: str, port: int, workers: int, timeout: int = 60) -> None:
             "workers": max(1, workers),
             "timeout": timeout,
             "graceful_timeout": 30,
+            "worker_class": "portal.serve.PortalWorker",
             "accesslog": "-",
             # Paths and status codes only: query strings can hold a person's words.
             "access_log_format": '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms',

@@ -153,24 +153,32 @@ class Support:
         received = received_at or utc_now()
         if received > utc_now() + timedelta(days=1):
             raise Refusal("received_in_future")
-        request = self.erasures.open(person.tenant_id, person.owner_id, person.id, _ticket(ticket), received,
-                                     requested_by)
-        self._log(actor, "erasure.logged", person, ticket=request.ticket)
+        with self.unit() as uow:  # the request and its audit entry: one transaction
+            request = uow.erasures.open(person.tenant_id, person.owner_id, person.id, _ticket(ticket), received,
+                                        requested_by)
+            uow.audit.record(actor.id, actor.role, "erasure.logged", person.owner_id, person.tenant_id,
+                             ticket=request.ticket)
+            uow.commit()
         return request
 
     def person_asks_erasure(self, person: User) -> ErasureRequest:
         """From the portal: "Ask to delete my account"."""
-        existing = self.erasures.open_for(person.owner_id, person.tenant_id)
-        if existing:
-            return existing[0]
-        request = self.erasures.open(person.tenant_id, person.owner_id, person.id, None, utc_now(), "person")
-        self.audit.record(person.id, person.role, "erasure.requested", person.owner_id, person.tenant_id)
+        with self.unit() as uow:  # the request and its audit entry: one transaction
+            existing = uow.erasures.open_for(person.owner_id, person.tenant_id)
+            if existing:
+                return existing[0]
+            request = uow.erasures.open(person.tenant_id, person.owner_id, person.id, None, utc_now(), "person")
+            uow.audit.record(person.id, person.role, "erasure.requested", person.owner_id, person.tenant_id)
+            uow.commit()
         return request
 
     def requests(self, actor: User) -> list[RequestView]:
         now = utc_now()
         views = []
         for r in self.erasures.all(self.scopes(actor)):
+            subject = self.accounts.get(r.subject_user_id) if r.subject_user_id and actor.role != "admin" else None
+            if subject is not None and not self._may_see(actor, subject):
+                continue  # a colleague's or an admin's own request: admins handle it
             due = r.received_at + DEADLINE
             views.append(RequestView(r, (now - r.received_at).days, due, r.state == "open" and due - now <= NEAR_DEADLINE))
         return views
@@ -180,6 +188,9 @@ class Support:
         scopes = self.scopes(actor)
         if request is None or (scopes is not None and request.tenant_id not in scopes):
             raise NotFound()
+        subject = self.accounts.get(request.subject_user_id) if request.subject_user_id else None
+        if subject is not None and not self._may_see(actor, subject):
+            raise NotFound()  # a staff member's or an admin's own request is for admins
         return request
 
     def complete_erasure(self, actor: User, request_id: str, typed: str) -> dict[str, int]:
@@ -189,14 +200,17 @@ class Support:
         never another tenant's namesake. The purge, the account's deletion, the completion of the
         request (and of the person's other open requests) and their audit entries are one
         transaction: all of it happens, or none of it."""
-        self.request(actor, request_id)  # someone of another tenant's request is "not found"
+        seen = self.request(actor, request_id)  # someone of another tenant's request is "not found"
         with self.unit() as uow:
-            request = uow.erasures.get(request_id, for_update=True)
-            if request is None:
-                raise NotFound()
-            if request.state != "open":
+            # Every open request of the person, locked in id order before anything else: two staff
+            # completing two of them at once then wait for each other instead of deadlocking.
+            locked = {r.id: r for r in uow.erasures.open_for(seen.subject_owner_id, seen.tenant_id, for_update=True)}
+            if request_id not in locked:
                 raise Refusal("already_completed")
+            request = locked[request_id]
             person = uow.accounts.get(request.subject_user_id) if request.subject_user_id else None
+            if person is not None and not self._may_see(actor, person):
+                raise NotFound()  # staff do not erase a colleague's or an admin's account: admins do
             expected = {request.subject_owner_id.lower()} | ({person.email.lower()} if person else set())
             if typed.strip().lower() not in expected:
                 raise Refusal("confirmation_mismatch")
@@ -206,7 +220,7 @@ class Support:
             # Other open requests for the same person (the person asked from the portal and staff
             # logged one too) are answered by this erasure: left open they would keep the account id
             # and sit in the list as overdue forever.
-            others = [r for r in uow.erasures.open_for(request.subject_owner_id, request.tenant_id) if r.id != request.id]
+            others = [r for r in locked.values() if r.id != request.id]
             for done in [request, *others]:
                 uow.erasures.complete(done.id, actor.id, counts)
                 uow.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,

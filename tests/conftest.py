@@ -18,13 +18,32 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
 from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.janitor import settle_all
 from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.throwaway import throwaway_postgres
 from portal.adapters.sql.vector_extension import VectorExtensionError, probe
 
+from . import log_guard
+
 # pytest's exit status when the test PostgreSQL cannot run vectors on this machine (not one of
 # pytest's own 0-5), so CI and scripts can tell it from failing tests.
 PROBE_FAILED = 6
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    log_guard.install()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when any log line of it carried words a test wrote (tests/log_guard.py)."""
+    leaks = log_guard.GUARD.leaks()
+    if leaks:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", f"{len(leaks)} log lines carry words the tests wrote", red=True)
+            for line in leaks[:20]:
+                reporter.write_line(line)
+        session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +89,7 @@ def pg_blank_engine(postgres_url: str) -> Iterator[Engine]:
         try:
             yield engine
         finally:
+            settle_all(30)  # an erasure's VACUUM may still be running on it
             engine.dispose()
             with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -91,6 +111,7 @@ def sqlite_blank_engine(tmp_path: Path) -> Iterator[Engine]:
     try:
         yield engine
     finally:
+        settle_all(30)
         engine.dispose()
 
 

@@ -45,10 +45,8 @@ def init_app(app: Flask) -> Api:
     # Routing errors happen before a blueprint is chosen: answer them as problems under /api.
     def routing_error(exc: HTTPException) -> ResponseReturnValue:
         if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
-            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.code or 404, "error")
-            return problems.problem(exc.code or 404, code)
+            return problems.http_problem(exc)
         return exc
 
-    app.register_error_handler(404, routing_error)
     app.register_error_handler(405, routing_error)
     return api

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from portal.memory.audit import AuditNote
+
 from .memories import service
 from .registry import Api, Call, Reply
 from .schemas import (
@@ -96,5 +98,7 @@ def register(api: Api) -> None:
         # A key reaches one tenant: owner ids are chosen by each tenant's backend, so "ada" here need
         # not be "ada" elsewhere. Erasure across every tenant is the support console's (by account).
         place = call.place
-        counts = service().purge_owner(place.owner_id, scopes=[place.scope])
+        # Audited, content-free, in the same transaction: which key erased which owner id, and counts.
+        audit = AuditNote(call.key.id, "api_key", "person.erased")
+        counts = service().purge_owner(place.owner_id, scopes=[place.scope], audit=audit)
         return Reply(200, PurgeOut.model_validate(counts.to_json()))

@@ -7,7 +7,7 @@ import json
 import logging
 from typing import Any
 
-from flask import Blueprint, Response, g
+from flask import Blueprint, Response, current_app, g
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
@@ -19,11 +19,11 @@ log = logging.getLogger("portal.api")
 
 TITLES = {
     400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
-    409: "Conflict", 413: "Payload too large", 415: "Unsupported media type", 422: "Refused",
+    409: "Conflict", 413: "Payload too large", 414: "URI too long", 415: "Unsupported media type", 422: "Refused",
     429: "Too many requests", 500: "Internal error", 503: "Unavailable",
 }
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large",
-              415: "unsupported_media_type", 429: "rate_limited"}
+              414: "uri_too_long", 415: "unsupported_media_type", 429: "rate_limited"}
 
 
 class ApiProblem(Exception):
@@ -42,6 +42,20 @@ def problem(status: int, code: str, detail: str | None = None, headers: dict[str
     response = Response(json.dumps(body), status=status, mimetype="application/problem+json")
     response.headers.update(headers or {})
     return response
+
+
+def http_problem(exc: HTTPException) -> Response:
+    """An HTTP error (routing, size, method, rate) as problem+json, with the headers it needs:
+    Retry-After on 429 (when the limit lets the caller in again), Allow on 405."""
+    from .limits import seconds_until_reset
+
+    status = exc.code or 500
+    headers: dict[str, str] = {}
+    if status == 429:
+        headers["Retry-After"] = str(seconds_until_reset(current_app))
+    if status == 405 and getattr(exc, "valid_methods", None):
+        headers["Allow"] = ", ".join(sorted(exc.valid_methods))  # type: ignore[attr-defined]
+    return problem(status, HTTP_CODES.get(status, "error"), None, headers)
 
 
 def install(bp: Blueprint) -> None:
@@ -78,11 +92,7 @@ def install(bp: Blueprint) -> None:
 
     @bp.errorhandler(HTTPException)
     def _http(exc: HTTPException) -> Response:
-        status = exc.code or 500
-        headers = {"Retry-After": exc.response.headers.get("Retry-After", "1")} if status == 429 and exc.response else None
-        if status == 429 and headers is None:
-            headers = {"Retry-After": "1"}
-        return problem(status, HTTP_CODES.get(status, "error"), None, headers)
+        return http_problem(exc)
 
     @bp.errorhandler(DBAPIError)
     @bp.errorhandler(PoolTimeout)

@@ -17,6 +17,7 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from portal.inputs import BadJson, is_valid_id, is_valid_text, load_json
 from portal.memory.idempotency import Answer, check_key, once, request_hash
 from portal.memory.types import Place
 
@@ -122,14 +123,10 @@ class Api:
         from .auth import authenticate
 
         g.api_route = route.name
+        check_path(path)
         needed = route.permission(path) if callable(route.permission) else route.permission
         key = None if route.public else authenticate(needed)
-        place = None
-        if "owner_id" in path:
-            owner = path["owner_id"]
-            if not owner.strip() or len(owner) > 200:
-                raise ApiProblem(400, "invalid_owner", "owner_id must be 1 to 200 characters")
-            place = Place(owner, key.tenant_id if key else "")
+        place = Place(path["owner_id"], key.tenant_id if key else "") if "owner_id" in path else None
         call = Call(key, place, self._body(route), self._query(route), path)
         idem_key = request.headers.get("Idempotency-Key")
         if idem_key is None or route.method == "GET" or place is None:
@@ -139,7 +136,8 @@ class Api:
             check_key(idem_key)
             return self._render(route, route.handler(call))
         # The same JSON spelt differently (key order, spacing) is the same request.
-        digest = request_hash(route.method, request.path, _canonical(request.get_data(as_text=True)), key.id if key else "")
+        digest = request_hash(route.method, request.path, _canonical(request.get_data(as_text=True)), key.id if key else "",
+                              secret=str(current_app.config["SECRET_KEY"]).encode())
         runtime = current_app.extensions["memory_runtime"]
         replies: list[Reply] = []
 
@@ -147,7 +145,8 @@ class Api:
             replies.append(route.handler(call))
             return self._answer(replies[0])
 
-        answer, replayed = once(runtime.store, place, idem_key, digest, run, runtime.service.clock)
+        answer, replayed = once(runtime.store, place, idem_key, digest, run, runtime.service.clock,
+                                lease=runtime.service.options.lease_seconds)
         response = self._response(answer.status, answer.body)
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
@@ -168,11 +167,7 @@ class Api:
         raw = request.get_data(cache=True)
         if len(raw) > route.max_body:
             raise ApiProblem(413, "body_too_large", f"bodies are limited to {route.max_body} bytes")
-        try:
-            data = json.loads(raw or b"null")
-        except (ValueError, UnicodeDecodeError):
-            raise ApiProblem(400, "malformed_json", "the body is not valid JSON") from None
-        return _validated(route.body, data)
+        return _validated(route.body, parse_json(raw or b"null"))
 
     def _query(self, route: Route) -> Any:
         if route.query is None:
@@ -180,6 +175,8 @@ class Api:
         raw: dict[str, Any] = {}
         for name in request.args:
             values = request.args.getlist(name)
+            if not all(is_valid_text(v) for v in (name, *values)):
+                raise ApiProblem(400, "invalid_text", "a query parameter holds a NUL or a lone surrogate")
             raw[name] = values[-1] if len(values) == 1 else values
         return _validated(route.query, raw)
 
@@ -297,10 +294,30 @@ class Api:
         return op
 
 
+def parse_json(raw: str | bytes) -> Any:
+    """A request's JSON, by `portal.memory.inputs.load_json`'s rules, or a 400 with its code."""
+    try:
+        return load_json(raw)
+    except BadJson as exc:
+        raise ApiProblem(400, exc.code, exc.detail) from None
+    except (ValueError, UnicodeDecodeError):
+        raise ApiProblem(400, "malformed_json", "the body is not valid JSON") from None
+
+
+def check_path(path: dict[str, str]) -> None:
+    """Every id in the path by the one id rule, before anything else runs (400 `invalid_owner` for
+    the person, `invalid_id` for any other); a tool's name is checked by the tool registry."""
+    for name, value in path.items():
+        if name != "name" and not is_valid_id(value):
+            code = "invalid_owner" if name == "owner_id" else "invalid_id"
+            raise ApiProblem(400, code, f"{name} must be 1 to 200 characters, with no control character, "
+                                        "\"/\" or dot segment")
+
+
 def _canonical(body: str) -> Any:
     try:
         return json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return body
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints
 
 from portal.memory.types import Memory
 
 Text = Annotated[str, StringConstraints(max_length=10_000)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Kind = Annotated[str, StringConstraints(max_length=64)]
-Importance = int | float | str
+# A number (finite: the body parser refuses NaN and infinities) or one of the words the service reads
+# ("high", "4"); never a JSON true or false, which lax parsing would read as 1 or 0.
+Importance = StrictInt | StrictFloat | Annotated[str, StringConstraints(max_length=64)]
 # A JSON body's true or false: 0, 1, "yes" or "false" are refused, not guessed at (query strings
 # keep pydantic's reading of "true"/"false"/"1"/"0").
 Flag = StrictBool

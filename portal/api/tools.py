@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from portal.memory.tools import run_tool, tool_schemas
 
 from .memories import service
 from .problems import ApiProblem
-from .registry import Api, Call, Reply
+from .registry import Api, Call, Reply, parse_json
 from .schemas import ToolCallIn, ToolOut, ToolResultOut
 
 READ_ONLY = {"recall"}
@@ -31,9 +29,11 @@ def register(api: Api) -> None:
         if isinstance(arguments, str):
             # Models often send the arguments as a JSON string, as the function-calling format does.
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError:
-                raise ApiProblem(400, "malformed_arguments", "arguments is not JSON") from None
+                arguments = parse_json(arguments) if arguments.strip() else {}
+            except ApiProblem as exc:
+                if exc.code == "malformed_json":
+                    raise ApiProblem(400, "malformed_arguments", "arguments is not JSON") from None
+                raise
         result = run_tool(service(), call.place, name, arguments, role=b.role, explicit=b.explicit,
                           language=b.language, person_name=b.person_name)
         return Reply(200, ToolResultOut.model_validate(result))

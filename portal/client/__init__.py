@@ -21,6 +21,7 @@ from .errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    InvalidId,
     NotFound,
     PayloadTooLarge,
     RateLimited,
@@ -32,7 +33,7 @@ from .memory_client import MemoryClient
 from .models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, Source
 
 __all__ = [
-    "ApiError", "BadRequest", "Conflict", "ConsolidationResult", "Export", "Forbidden", "Hit", "Memory",
+    "ApiError", "BadRequest", "Conflict", "ConsolidationResult", "Export", "Forbidden", "Hit", "InvalidId", "Memory",
     "MemoryClient", "NotFound", "Page", "PayloadTooLarge", "Portrait", "PurgeCounts", "RateLimited", "Redacted",
     "Refused", "Revision", "Saved", "Source", "Unauthorized",
 ]

@@ -92,3 +92,14 @@ def _seconds(value: str | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+class InvalidId(ValueError):
+    """An owner or memory id that is not an id (empty, too long, ".", "..", or holding "/" or a
+    control character): refused before a request is sent, since it could change the route. Other
+    characters ("?", "#", "%"...) are sent percent-encoded and stay inside their segment."""
+
+    code = "invalid_id"
+
+    def __init__(self) -> None:
+        super().__init__("not an id: 1 to 200 characters, no control character, \"/\" or dot segment")

@@ -11,7 +11,9 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import ApiError, Redacted, error_of
+from portal.inputs import is_valid_id
+
+from .errors import ApiError, InvalidId, Redacted, error_of
 from .models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, parse_time
 
 API_PREFIX = "/api/v1"
@@ -217,8 +219,19 @@ def _flags(**flags: bool) -> dict[str, bool]:
 
 
 def _person(owner_id: str, *rest: str) -> str:
+    """The path of a person's resource, each segment percent-encoded whole. An id that could change
+    the route (".", "..", one holding "/", "?", "#", a control character: portal.inputs) is refused
+    before anything is sent: httpx would resolve ".." and DELETE /people/ada/memories/.. would
+    erase ada altogether."""
+    _check_id(owner_id)
     return "/".join(["/people", *(quote(part, safe="") for part in (owner_id, *rest))])
 
 
 def _memory(owner_id: str, memory_id: str, *rest: str) -> str:
+    _check_id(memory_id)
     return _person(owner_id, "memories", memory_id, *rest)
+
+
+def _check_id(value: object) -> None:
+    if not is_valid_id(value):
+        raise InvalidId()

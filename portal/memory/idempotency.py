@@ -18,14 +18,17 @@ erased or took back can come back through a replay, and erasing never has to fin
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from .ports import Clock, utc_now
+from .leases import Renewing
+from .ports import Clock, new_id, utc_now
 from .store import Store, StoreTx
 from .types import InvalidArgument, MemoryServiceError, Place, Receipt
 
@@ -60,10 +63,12 @@ class Answer:
     body: dict[str, Any] | None
 
 
-def request_hash(*parts: Any) -> str:
-    """A stable digest of what a request asks for (method, path, body)."""
+def request_hash(*parts: Any, secret: bytes = b"") -> str:
+    """A stable digest of what a request asks for (method, path, body), keyed by the server's
+    secret: the body holds a person's words, and a plain hash kept in the receipt would let anyone
+    with the database (or a backup) test a guess of them."""
     canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hmac.new(secret, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def check_key(key: Any) -> str:
@@ -153,39 +158,71 @@ def once(
     action: Callable[[], Answer],
     clock: Clock = utc_now,
     wait: float = 10.0,
+    lease: float = 60.0,
 ) -> tuple[Answer, bool]:
     """Run `action` once for this key in this place; answers (answer, replayed).
 
     Answers of 5xx class are never stored (the action raised): the receipt is dropped so a retry
     runs again. The receipt holds the answer content-free (`content_free`); a replay answers it
-    with the current text of its memories, or REDACTED once one of them changed or went."""
+    with the current text of its memories, or REDACTED once one of them changed or went — whatever
+    the retry's body, so a replay never tells whether a guessed body was the one first sent.
+
+    While the action runs, its pending receipt is held by a lease of `lease` seconds, renewed every
+    third of that; a retry finding the first request's lease run out (its worker died) takes the
+    key over and runs the action itself."""
     check_key(key)
+    holder = new_id()  # this request's hold on the key
     deadline = time.monotonic() + wait
     while True:
         with store.write(place) as tx:
             existing = tx.get_receipt(key)
+            now = clock()
             if existing is None:
-                tx.put_receipt(Receipt(key, digest, PENDING, None, created_at=clock()))
+                tx.put_receipt(Receipt(key, digest, PENDING, None, created_at=now, lease_until=_after(now, lease),
+                                       holder=holder))
                 tx.commit()
                 break
+            if existing.status != PENDING:
+                body = _replay(tx, existing)
+                if body == REDACTED:
+                    return Answer(existing.status, body), True
+                if existing.request_hash != digest:
+                    raise KeyReused()
+                return Answer(existing.status, body), True
             if existing.request_hash != digest:
                 raise KeyReused()
-            if existing.status != PENDING:
-                return Answer(existing.status, _replay(tx, existing)), True
+            if tx.lease_receipt(key, _after(now, lease), expired_before=now, holder=holder):
+                tx.commit()  # its request's worker died: this one takes the key over
+                break
         if time.monotonic() > deadline:
             raise StillRunning()
         time.sleep(0.05)
-    try:
-        answer = action()
-    except BaseException:
+
+    def renew() -> bool:
         with store.write(place) as tx:
-            tx.drop_receipt(key)
+            held = tx.lease_receipt(key, _after(clock(), lease), holder=holder)
             tx.commit()
-        raise
+        return held
+
+    with Renewing(renew, lease / 3, "receipt"):
+        try:
+            answer = action()
+        except BaseException:
+            with store.write(place) as tx:
+                tx.drop_receipt(key, holder)
+                tx.commit()
+            raise
     stored = content_free(answer.body)
     with store.write(place) as tx:
         # When the action erased the place (its own pending receipt went with it), nothing is
         # stored again: no row may name an erased person, and a retry finds nothing left to erase.
-        tx.finish_receipt(key, answer.status, stored, [memory_id for memory_id, _ in dict.fromkeys(referenced(stored))])
+        # A request whose lease was taken over meanwhile (it was presumed dead) stores nothing: the
+        # request that took the key over answers for it.
+        tx.finish_receipt(key, answer.status, stored, [memory_id for memory_id, _ in dict.fromkeys(referenced(stored))],
+                          holder)
         tx.commit()
     return answer, False
+
+
+def _after(moment: datetime, seconds: float) -> datetime:
+    return moment + timedelta(seconds=seconds)

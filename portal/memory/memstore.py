@@ -24,12 +24,20 @@ from .text import terms
 from .types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
 
 
+@dataclass(frozen=True, slots=True)
+class RefClaim:
+    claimed_at: datetime
+    state: str = "done"
+    lease_until: datetime | None = None
+    holder: str | None = None
+
+
 @dataclass
 class _PlaceData:
     memories: dict[str, Memory] = field(default_factory=dict)
     revisions: dict[str, list[Revision]] = field(default_factory=dict)
     settings: Settings | None = None
-    refs: dict[str, datetime] = field(default_factory=dict)
+    refs: dict[str, RefClaim] = field(default_factory=dict)
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
     # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
@@ -269,11 +277,32 @@ class _Tx:
     def set_settings(self, settings: Settings) -> None:
         self._w().settings = settings
 
-    def claim_ref(self, ref: str, at: datetime) -> bool:
-        if ref in self._data.refs:
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
+        found = self._data.refs.get(ref)
+        lapsed = found is not None and found.state == "running" and (found.lease_until is None or found.lease_until < at)
+        if found is not None and not lapsed:
             return False
-        self._w().refs[ref] = at
+        state = "running" if lease_until is not None else "done"
+        self._w().refs[ref] = RefClaim(at, state, lease_until, holder)
         return True
+
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
+        found = self._data.refs.get(ref)
+        if found is None or found.state != "running" or found.holder != holder:
+            return False
+        self._w().refs[ref] = replace(found, lease_until=lease_until)
+        return True
+
+    def finish_ref(self, ref: str, holder: str) -> bool:
+        found = self._data.refs.get(ref)
+        if found is None or found.state != "running" or found.holder != holder:
+            return False
+        self._w().refs[ref] = replace(found, state="done", lease_until=None)
+        return True
+
+    def holds_ref(self, ref: str, holder: str) -> bool:
+        found = self._data.refs.get(ref)
+        return found is not None and found.state == "running" and found.holder == holder
 
     def release_ref(self, ref: str) -> bool:
         return self._w().refs.pop(ref, None) is not None
@@ -287,15 +316,34 @@ class _Tx:
         self._w().receipts[receipt.key] = receipt
         return True
 
-    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str],
+                       holder: str | None = None) -> bool:
         current = self._data.receipts.get(key)
-        if current is None:
+        if current is None or (holder is not None and current.holder != holder):
             return False
         self._w().receipts[key] = replace(current, status=status, response=response, memory_ids=tuple(memory_ids))
         return True
 
-    def drop_receipt(self, key: str) -> bool:
+    def drop_receipt(self, key: str, holder: str | None = None) -> bool:
+        found = self._data.receipts.get(key)
+        if found is None or (holder is not None and found.holder != holder):
+            return False
         return self._w().receipts.pop(key, None) is not None
+
+    def lease_receipt(self, key: str, lease_until: datetime, expired_before: datetime | None = None,
+                      holder: str | None = None) -> bool:
+        found = self._data.receipts.get(key)
+        if found is None or found.status != 0:
+            return False
+        if expired_before is not None:
+            if found.lease_until is not None and found.lease_until >= expired_before:
+                return False
+            self._w().receipts[key] = replace(found, lease_until=lease_until, holder=holder)
+            return True
+        if holder is not None and found.holder != holder:
+            return False
+        self._w().receipts[key] = replace(found, lease_until=lease_until)
+        return True
 
 
 
@@ -333,7 +381,7 @@ class InMemoryStore:
             tx.commit()
         return marked
 
-    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         memories = revisions = settings = refs = receipts = tombstones = 0
         chosen = [p for p in list(self._places) if p.owner_id == owner_id and (scopes is None or p.scope in scopes)]
         for place in chosen:
@@ -345,7 +393,10 @@ class InMemoryStore:
                 refs += len(data.refs)
                 receipts += len(data.receipts)
                 tombstones += len(data.tombstones)
-        return PurgeCounts(memories, revisions, settings, refs, receipts, tombstones)
+        counts = PurgeCounts(memories, revisions, settings, refs, receipts, tombstones)
+        if record is not None:
+            self.audit_entries.append(replace(record, counts=counts.to_json()))
+        return counts
 
     def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]:
         out: builtins.list[NeedsVector] = []

@@ -74,6 +74,9 @@ class Options:
     transcript_keep: str = "start"
     known_max: int = 60
     prompts: dict[str, str] = field(default_factory=dict)
+    # How long a pending idempotent request or a claimed conversation holds its key before a retry
+    # may take it over; the request renews it every third of that while it runs.
+    lease_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce", "keep"):
@@ -92,6 +95,8 @@ class Options:
             raise ValueError("transcript_keep is 'start' or 'end'")
         if not 0.0 < self.duplicate_threshold <= 1.0:
             raise ValueError("duplicate_threshold is in (0, 1]")
+        if self.lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
 
     @property
     def trim_threshold(self) -> int | None:

@@ -12,10 +12,12 @@ import builtins
 import json
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from portal.inputs import is_valid_id
 
 from .ranking import fuse, fuse_scores
 from .store import Cursor, Filters
@@ -325,10 +327,12 @@ def decode_cursor(cursor: str) -> Cursor:
         if not isinstance(created, str) or not isinstance(memory_id, str):
             raise ValueError
         moment = datetime.fromisoformat(created.replace("Z", "+00:00"))
-        if moment.tzinfo is None:
+        if moment.tzinfo is None or not is_valid_id(memory_id):
             raise ValueError
-        return Cursor(moment, memory_id)
-    except (ValueError, TypeError, binascii.Error, UnicodeError, json.JSONDecodeError):
+        # In UTC here, as the database compares it: a moment that has no UTC form (year 1 an hour
+        # east of Greenwich) is an invalid cursor, not an OverflowError deep in the driver.
+        return Cursor(moment.astimezone(UTC), memory_id)
+    except (ValueError, TypeError, OverflowError, RecursionError, binascii.Error, UnicodeError, json.JSONDecodeError):
         raise InvalidArgument("invalid_cursor") from None
 
 
@@ -344,7 +348,10 @@ def _moment(value: Any) -> datetime | None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise InvalidArgument("invalid_time")
-    return value
+    try:
+        return value.astimezone(UTC)  # a moment with no UTC form (year 1, east of Greenwich) is invalid too
+    except OverflowError:
+        raise InvalidArgument("invalid_time") from None
 
 
 def _ids(ids: Any) -> builtins.list[str]:

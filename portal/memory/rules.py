@@ -166,8 +166,10 @@ def importance_of(raw: Any, default: int = 3) -> int:
     value: float | None = None
     if isinstance(raw, bool) or raw is None:
         value = None
-    elif isinstance(raw, (int, float)):
-        value = float(raw)
+    elif isinstance(raw, int):
+        value = float(min(max(raw, -10), 10))  # an int too big for a float is still "very high"
+    elif isinstance(raw, float):
+        value = raw
     elif isinstance(raw, str):
         text = raw.strip().lower()
         if text in IMPORTANCE_WORDS:

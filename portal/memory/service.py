@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from portal.inputs import is_valid_text
+
 from .audit import AuditNote
 from .consolidation import Consolidating
 from .ports import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
@@ -24,6 +26,7 @@ from .types import (
     CHANNELS,
     ORIGINS,
     Embedding,
+    Holding,
     Memory,
     NotFound,
     Paused,
@@ -105,18 +108,21 @@ class MemoryService(Reading, Consolidating, Retention):
         pinned: bool = False,
         channel: str = "foreground",
         person_name: str | None = None,
+        holding: Holding | None = None,
     ) -> Saved | Refused:
         """Keep a new memory, or meet the duplicate it repeats: `replace` it (a new revision of the
         same memory), `reinforce` it (keep its text, raise its importance), or `keep` both, the new
         one as a memory of its own (for an import of records that may repeat word for word, such as
         the turns of a conversation: no duplicate is looked for).
 
-        Refuses with a code, changing nothing: `paused`, `empty`, `too_long`, `invalid_kind`,
-        `kind_not_allowed`, `other_person` or a content rule's code.
+        Refuses with a code, changing nothing: `paused`, `empty`, `too_long`, `invalid_text` (a NUL
+        or a lone surrogate, in the text or the role), `invalid_kind`, `kind_not_allowed`,
+        `other_person` or a content rule's code.
         """
         return self.remember_many(
             place, [text], kind=kind, importance=importance, role=role, explicit=explicit, origin=origin,
             on_duplicate=on_duplicate, sources=sources, pinned=pinned, channel=channel, person_name=person_name,
+            holding=holding,
         )[0]
 
     def remember_many(
@@ -133,11 +139,14 @@ class MemoryService(Reading, Consolidating, Retention):
         pinned: bool = False,
         channel: str = "foreground",
         person_name: str | None = None,
+        holding: Holding | None = None,
     ) -> list[Saved | Refused]:
         """`remember` for several texts at once, in order, with the same settings: one call to the
         embedder for all of them and one transaction. Each text gets its own answer, as `remember`
         would give it; a text refused changes nothing and does not stop the others. A text may
-        meet a duplicate kept earlier in the same call."""
+        meet a duplicate kept earlier in the same call. With `holding` (a conversation ref and the
+        holder of its claim: consolidation), nothing is kept unless the claim is still held, checked
+        in the write itself (`erased`: the person's data was erased while the model thought)."""
         place = as_place(place)
         if origin not in ORIGINS or channel not in CHANNELS:
             raise ValueError("origin or channel out of range")
@@ -160,9 +169,15 @@ class MemoryService(Reading, Consolidating, Retention):
         with self.store.write(place) as tx:
             if tx.settings().paused:
                 return [Refused("paused") for _ in texts]
+            if holding is not None and not tx.holds_ref(holding.ref, holding.holder):
+                return [Refused("erased") for _ in texts]
             for draft, embedding in zip(drafts, embeddings, strict=True):
                 if isinstance(draft, Refused):
                     results.append(draft)
+                    continue
+                forgotten = holding.shown.get(draft.words_key) if holding is not None else None
+                if forgotten is not None and tx.is_tombstoned(forgotten):
+                    results.append(Refused("forgotten"))  # the person forgot it while the model thought
                     continue
                 results.append(self._keep(
                     tx, place, draft, embedding, mode, origin, tuple(sources), pinned, channel, role,
@@ -211,13 +226,15 @@ class MemoryService(Reading, Consolidating, Retention):
         origin: str = "asserted",
         sources: Sequence[Source] = (),
         person_name: str | None = None,
+        holding: Holding | None = None,
     ) -> Saved | Refused:
         """Correct a memory: a new revision (same id), or with `in_place` an overwrite that keeps no
         earlier text. Rules are checked again with the memory's original role; a name it already
         carried stays allowed. A stale `expected_revision` is refused with `conflict`.
         A model's write (`origin="inferred"`) never changes an asserted memory's origin or sources,
         and is refused with `paused` while the person is paused (checked in the write itself, so a
-        model's correction that began before the pause does not land after it).
+        model's correction that began before the pause does not land after it). `holding`: as in
+        `remember_many`.
         """
         place = as_place(place)
         with self.store.read(place) as tx:
@@ -237,6 +254,8 @@ class MemoryService(Reading, Consolidating, Retention):
                 return Refused("not_found")
             if origin == "inferred" and tx.settings().paused:
                 return Refused("paused")
+            if holding is not None and not tx.holds_ref(holding.ref, holding.holder):
+                return Refused("erased")
             if current.revision != before.revision or current.updated_at != before.updated_at:
                 if expected_revision is not None:
                     return Refused("conflict", actual_revision=current.revision)
@@ -353,12 +372,15 @@ class MemoryService(Reading, Consolidating, Retention):
         log.info("memory.forget_all place=%s memories=%d", _pid(place), erased.memories)
         return counts
 
-    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, audit: AuditNote | None = None) -> PurgeCounts:
         """Erasure of a person: memories, revisions, settings, consolidation refs, idempotency
         receipts, unseen marks and tombstones — in every scope (the one call that crosses scopes,
-        for a person's own erasure request), or only in `scopes` (a tenant erasing its own user)."""
+        for a person's own erasure request), or only in `scopes` (a tenant erasing its own user).
+        With `audit`, its entry (with the counts) is written in the same transaction."""
         as_place(Place.of(owner_id))
-        counts = self.store.purge_owner(owner_id, scopes)
+        scope = scopes[0] if scopes and len(scopes) == 1 else None
+        entry = audit.entry(owner_id, scope, at=self.clock()) if audit is not None else None
+        counts = self.store.purge_owner(owner_id, scopes, entry)
         log.info("memory.purge_owner memories=%d revisions=%d", counts.memories, counts.revisions)
         return counts
 
@@ -420,7 +442,9 @@ class MemoryService(Reading, Consolidating, Retention):
         self, place: Place, text: Any, kind: Any, importance: Any, role: str | None, explicit: bool,
         person_name: str | None, carried: str | None = None,
     ) -> _Draft | Refused:
-        cleaned = clean_text(text) if isinstance(text, str) else ""
+        if not is_valid_text(text) or not (role is None or is_valid_text(role)):
+            return Refused("invalid_text") if isinstance(text, str) else Refused("empty")
+        cleaned = clean_text(text)
         if not cleaned:
             return Refused("empty")
         if len(cleaned) > self.options.max_text_length:

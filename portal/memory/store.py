@@ -114,7 +114,20 @@ class StoreTx(Protocol):
     # settings and consolidation refs
     def settings(self) -> Settings: ...
     def set_settings(self, settings: Settings) -> None: ...
-    def claim_ref(self, ref: str, at: datetime) -> bool: ...
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
+        """Claim a conversation ref: True when it was free, or `running` under a lease that ran out
+        before `at` (a worker that died holding it: taken over). With `lease_until` the claim is
+        `running`, held by `holder` until then (see renew_ref, finish_ref); without, it is `done`."""
+        ...
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
+        """Extend a running claim this holder still has."""
+        ...
+    def finish_ref(self, ref: str, holder: str) -> bool:
+        """The conversation was learnt: the claim is `done` for good (if this holder still has it)."""
+        ...
+    def holds_ref(self, ref: str, holder: str) -> bool:
+        """Whether `holder` still holds a running claim of `ref` (an erasure takes claims away)."""
+        ...
     def release_ref(self, ref: str) -> bool: ...
 
     # idempotency receipts
@@ -123,11 +136,19 @@ class StoreTx(Protocol):
         """Store a receipt unless one holds this key already (then False, nothing written)."""
         ...
 
-    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
-        """Complete a pending receipt (status 0) with the answer it stands for."""
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str],
+                       holder: str | None = None) -> bool:
+        """Complete a pending receipt (status 0) with the answer it stands for (only if `holder`,
+        when given, still holds it)."""
         ...
 
-    def drop_receipt(self, key: str) -> bool: ...
+    def drop_receipt(self, key: str, holder: str | None = None) -> bool: ...
+    def lease_receipt(self, key: str, lease_until: datetime, expired_before: datetime | None = None,
+                      holder: str | None = None) -> bool:
+        """Hold a pending receipt until `lease_until`. Renewing (no `expired_before`): only while
+        `holder` still holds it. Taking over (`expired_before`): only a lease that had run out by
+        then (or none), which `holder` then holds."""
+        ...
 
     # the audit trail, in the same unit of work as the change it records
     def record(self, entry: AuditEntry) -> None: ...
@@ -153,8 +174,9 @@ class Store(Protocol):
         durability: a use time is a hint (for the cap and the portrait's order), and a write racing
         it, or a crash losing it, costs nothing that matters."""
         ...
-    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
-        """Erase everything of this owner: in every scope, or only in `scopes` when given."""
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
+        """Erase everything of this owner: in every scope, or only in `scopes` when given; `record`
+        (its counts filled in) is written in the same transaction."""
         ...
     def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]: ...
     def set_embedding(

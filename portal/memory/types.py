@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from portal.inputs import MAX_ID_LENGTH, is_valid_id, is_valid_text
+
 Origin = Literal["asserted", "inferred"]
 Channel = Literal["foreground", "background"]
 Match = Literal["vector", "lexical", "hybrid"]
@@ -76,8 +78,10 @@ class Place:
     def __post_init__(self) -> None:
         if not isinstance(self.owner_id, str) or not self.owner_id.strip():
             raise InvalidWhere("a place needs an owner_id")
-        if not isinstance(self.scope, str):
-            raise InvalidWhere("scope must be a string")
+        if not is_valid_id(self.owner_id):
+            raise InvalidWhere("an owner_id is 1 to 200 characters, with no control character, \"/\" or dot segment")
+        if not isinstance(self.scope, str) or len(self.scope) > MAX_ID_LENGTH or not is_valid_text(self.scope):
+            raise InvalidWhere("scope must be a string of at most 200 characters")
 
     @classmethod
     def of(cls, owner_id: Any, scope: Any = "") -> Place:
@@ -225,6 +229,17 @@ class Saved:
 
 
 @dataclass(frozen=True, slots=True)
+class Holding:
+    """A consolidation's hold on its conversation, carried by each of its writes and checked inside
+    the write: nothing lands once the claim is gone (an erasure, a takeover), and no fact repeats
+    word for word a memory the model was shown that was forgotten since (`shown`: words key → id)."""
+
+    ref: str
+    holder: str
+    shown: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Refused:
     """A write that was not kept, with a stable code (never a sentence)."""
 
@@ -283,6 +298,10 @@ class Receipt:
     memory_ids: tuple[str, ...] = ()
     created_at: datetime | None = None
     redacted: bool = False
+    # While pending: until when its request holds the key (renewed as it runs), and which request
+    # does (a random token: one whose lease was taken over cannot finish or drop the new holder's).
+    lease_until: datetime | None = None
+    holder: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
@@ -16,6 +14,7 @@ from portal.memory.audit import AuditNote
 
 from .memories import context, service
 from .render import is_htmx
+from .spreadsheet import csv_download
 
 bp = Blueprint("account", __name__, url_prefix="/account")
 CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin", "channel", "state", "created_at",
@@ -79,14 +78,8 @@ def export_json() -> ResponseReturnValue:
 @login_required
 def export_csv() -> ResponseReturnValue:
     data = service().export(current_user.place, audit=audit("person.exported"))
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    for memory in data["memories"]:
-        writer.writerow({k: _csv_safe(memory.get(k)) for k in CSV_FIELDS})
-    return Response(
-        out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": 'attachment; filename="my-memories.csv"'}
-    )
+    rows = [[memory.get(k) for k in CSV_FIELDS] for memory in data["memories"]]
+    return csv_download(CSV_FIELDS, rows, "my-memories.csv")
 
 
 @bp.post("/language")
@@ -99,13 +92,6 @@ def language() -> ResponseReturnValue:
         current_app.extensions["memory_runtime"].accounts.set_language(current_user.id, chosen)
     return redirect(request.referrer if request.referrer and request.referrer.startswith(request.host_url)
                     else url_for("memories.index"), 303)
-
-
-def _csv_safe(value: object) -> object:
-    """Cells a spreadsheet would run as a formula get a leading quote (CSV injection)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 @bp.post("/delete")

@@ -113,3 +113,15 @@ def revoke_key(key_id: str) -> ResponseReturnValue:
         abort(404)
     flash(_("Key revoked."))
     return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/people/<user_id>/end-sessions")
+@admin_only
+def end_sessions(user_id: str) -> ResponseReturnValue:
+    """Sign a person out everywhere (a stolen cookie, a lost device)."""
+    try:
+        administration().end_sessions(current_user, user_id)
+    except NotFound:
+        abort(404)
+    flash(_("Every session of this account has ended."))
+    return redirect(url_for("staff.person", user_id=user_id), 303)

@@ -36,6 +36,11 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     # "/people/ada%2F/..." must not be merged into "/people/ada/...": an id is never rewritten.
     app.url_map.merge_slashes = False
     app.extensions["memory_runtime"] = runtime or build_runtime(settings)
+    if settings.proxy_hops:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        # The client's address as the nearest trusted proxy saw it (the sign-in throttle counts by it).
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.proxy_hops)  # type: ignore[method-assign]
 
     from portal.web.security import csrf, init_security
 
@@ -57,9 +62,15 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     app.register_blueprint(account.bp)
     app.register_blueprint(staff.bp)
     app.register_blueprint(admin.bp)
-    auth.limit_login(app)
+    from portal.web.throttle import init_throttle
+
+    init_throttle(app)
     app.jinja_env.globals["kind_label"] = kind_label
     app.register_error_handler(404, not_found)
+    app.register_error_handler(403, refused)
+    from flask_wtf.csrf import CSRFError
+
+    app.register_error_handler(CSRFError, expired_form)
 
     from portal.cli import register
 
@@ -81,9 +92,25 @@ def not_found(exc: Exception) -> Any:
     from portal.api import PREFIX
     from portal.api.problems import problem
 
-    if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
-        return problem(404, "not_found")
+    if request.path in ("/api", PREFIX) or request.path.startswith("/api/"):
+        return problem(404, "not_found")  # every error under /api/ is problem+json, v1 or not
     return render_template("errors/404.html"), 404
+
+
+def refused(exc: Exception) -> Any:
+    """403 in the portal: a request from another site (portal.web.security.refuse_other_origins)."""
+    from flask import render_template
+
+    return render_template("errors/403.html"), 403
+
+
+def expired_form(exc: Exception) -> Any:
+    """A form whose CSRF token is missing, expired or from before signing in."""
+    from flask import render_template
+    from flask_babel import gettext as _
+
+    message = _("This form has expired or was not sent from this page. Go back, reload the page and try again.")
+    return render_template("errors/400.html", message=message), 400
 
 
 def runtime_of(app: Flask) -> Runtime:

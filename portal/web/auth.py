@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, current_app, flash, redirect, render_template, request, url_for
+import math
+
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_required, login_user, logout_user
 
-from .security import safe_next
+from .security import rotate_csrf_token, safe_next
+from .throttle import DEVICE_COOKIE, DEVICE_DAYS, throttle
 
 bp = Blueprint("auth", __name__)
-
-
-def _login_limit() -> str:
-    return str(current_app.config.get("LOGIN_RATE_LIMIT", "10/minute"))
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -25,30 +24,39 @@ def login() -> ResponseReturnValue:
     if request.method == "POST":
         email = request.form.get("email", "")[:320]
         password = request.form.get("password", "")[:1000]
+        device = request.cookies.get(DEVICE_COOKIE)
+        wait = throttle().attempt(email, request.remote_addr, device)
+        if wait is not None:  # past a limit: not even checked, the right password included
+            return too_many(wait)
         user = current_app.extensions["memory_runtime"].accounts.authenticate(email, password)
         if user is not None:
+            known = throttle().succeeded(email, request.remote_addr, device)
+            rotate_csrf_token()
             login_user(user)
             current_app.logger.info("auth.login user=%s", user.id)
             home = url_for("staff.people") if user.role in ("staff", "admin") else url_for("memories.index")
-            return redirect(safe_next(request.args.get("next"), home), 303)
+            answer = redirect(safe_next(request.args.get("next"), home), 303)
+            answer.set_cookie(DEVICE_COOKIE, known, max_age=DEVICE_DAYS * 86400, httponly=True, samesite="Lax",
+                              secure=request.is_secure, path=url_for("auth.login"))
+            return answer
         error = _("That e-mail and password do not match an account.")
         status = 401
     return render_template("auth/login.html", error=error), status
 
 
+def too_many(wait: int) -> ResponseReturnValue:
+    """429, as a page of the site in the person's language, with Retry-After."""
+    minutes = max(1, math.ceil(wait / 60))
+    page = render_template("errors/429.html", minutes=minutes)
+    return page, 429, {"Retry-After": str(wait)}
+
+
 @bp.post("/logout")
 @login_required
 def logout() -> ResponseReturnValue:
+    # Every session of the account ends, not only this browser's: a cookie copied before signing
+    # out (another device, a stolen copy) opens nothing after it.
+    current_app.extensions["memory_runtime"].accounts.end_sessions(current_user.id)
     logout_user()
     flash(_("You are signed out."))
     return redirect(url_for("auth.login"), 303)
-
-
-def limit_login(app: Flask) -> None:
-    """Throttle password guessing: a few tries a minute per address (POSTs only).
-
-    The limit wraps the view Flask actually calls: Flask-Limiter checks a decorated limit only when
-    its wrapper runs, so decorating `login` after the blueprint was registered left sign-in unlimited.
-    """
-    limiter = app.extensions["portal_limiter"]
-    app.view_functions["auth.login"] = limiter.limit(_login_limit, methods=["POST"])(app.view_functions["auth.login"])

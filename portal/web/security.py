@@ -12,12 +12,14 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urljoin, urlparse
 
-from flask import Flask, Response, abort, current_app, redirect, request, url_for
+from flask import Flask, Response, abort, current_app, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask.typing import ResponseReturnValue
 from flask_babel import Babel, get_locale
 from flask_login import LoginManager, current_user
 from flask_wtf.csrf import CSRFProtect
+
+from portal.inputs import is_valid_text
 
 LANGUAGES = ("en", "fr")
 CSP = (
@@ -37,8 +39,10 @@ def init_security(app: Flask) -> None:
     login_manager.login_message = None  # the sign-in page says what it is for
 
     @login_manager.user_loader
-    def load_user(user_id: str) -> Any:
-        return app.extensions["memory_runtime"].accounts.get(user_id)
+    def load_user(session_id: str) -> Any:
+        # None once the session's epoch has passed (signed out, password changed, sessions ended):
+        # a cookie copied before then opens nothing, in any worker.
+        return app.extensions["memory_runtime"].accounts.signed_in(session_id)
 
     login_manager.unauthorized_handler(sign_in_first)
 
@@ -58,6 +62,32 @@ def init_security(app: Flask) -> None:
         return response
 
     app.session_interface = TlsAwareSession()
+
+    @app.before_request
+    def refuse_other_origins() -> ResponseReturnValue | None:
+        """A state-changing request from another site is refused even with a valid CSRF token:
+        the Origin header (or, without one, the Referer) must be this site when the browser sends
+        it. The JSON API is for servers, with bearer keys, and has no cookies to protect."""
+        if request.method in ("GET", "HEAD", "OPTIONS") or request.path.startswith("/api/"):
+            return None
+        sent = request.headers.get("Origin") or request.headers.get("Referer")
+        if not sent:
+            return None  # a client that sends neither still needs the CSRF token
+        if _host(sent) != _host(request.host_url):  # "null" (an opaque origin) included
+            abort(403)
+        return None
+
+    @app.before_request
+    def refuse_unkeepable_input() -> ResponseReturnValue | None:
+        """One rule for text at the edge (portal.memory.inputs): a query string or a form holding a
+        NUL or a lone surrogate is a 400 before any view runs (the JSON API checks its own)."""
+        if request.path.startswith("/api/"):
+            return None
+        fields = [*request.args.items(multi=True), *request.form.items(multi=True),
+                  *((name, value) for name, value in (request.view_args or {}).items() if isinstance(value, str))]
+        if all(is_valid_text(name) and is_valid_text(value) for name, value in fields):
+            return None
+        return render_template("errors/400.html"), 400
 
 
 class TlsAwareSession(SecureCookieSessionInterface):
@@ -94,6 +124,20 @@ def N_(text: str) -> str:
     return text
 
 
+def _host(url: str) -> str:
+    """The host and port a URL names. The scheme is left out on purpose: behind a TLS proxy whose
+    X-Forwarded-Proto is not trusted the app sees http while the browser says https, and another
+    site cannot have this site's host anyway."""
+    parsed = urlparse(url)
+    return parsed.netloc.lower() if parsed.scheme in ("http", "https") else ""
+
+
+def rotate_csrf_token() -> None:
+    """A new CSRF token from now on (at sign-in): one taken before it no longer works after."""
+    session.pop("csrf_token", None)
+    g.pop("csrf_token", None)
+
+
 def choose_language() -> str:
     if getattr(current_user, "is_authenticated", False) and current_user.language in LANGUAGES:
         return str(current_user.language)
@@ -101,15 +145,33 @@ def choose_language() -> str:
 
 
 def safe_next(target: str | None, fallback: str) -> str:
-    """A `next` URL on this host only; anything else goes to `fallback`."""
-    if not target:
+    """A `next` URL on this site only, as a path; anything else goes to `fallback`.
+
+    The path is normalised first (dot segments resolved, as a browser resolves them): "/.//evil"
+    would otherwise be answered as "//evil", which a browser reads as another host."""
+    if not target or "\\" in target or any(c in target for c in "\r\n\t"):
         return fallback
     joined = urlparse(urljoin(request.host_url, target))
     if joined.scheme not in ("http", "https") or joined.netloc != urlparse(request.host_url).netloc:
         return fallback
-    if target.startswith("//") or "\\" in target:
+    path = _resolved(joined.path)
+    if not path.startswith("/") or path.startswith("//"):
         return fallback
-    return joined.path + (f"?{joined.query}" if joined.query else "")
+    return path + (f"?{joined.query}" if joined.query else "")
+
+
+def _resolved(path: str) -> str:
+    """RFC 3986 §5.2.4: a path with its "." and ".." segments removed."""
+    out: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if len(out) > 1:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    if path.endswith(("/.", "/..")):
+        out.append("")
+    return "/".join(out)
 
 
 def roles_required(*roles: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -6,8 +6,6 @@ admins only; anyone else, or anything of another tenant, is "not found").
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -20,6 +18,7 @@ from portal.memory import NotFound
 from portal.support import BREAK_GLASS_REASONS, Refusal, Support
 
 from .security import N_, roles_required
+from .spreadsheet import csv_download
 
 bp = Blueprint("staff", __name__, url_prefix="/staff")
 staff_only = roles_required("staff", "admin")
@@ -148,13 +147,11 @@ def audit() -> ResponseReturnValue:
 @bp.get("/audit.csv")
 @staff_only
 def audit_csv() -> ResponseReturnValue:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["at", "actor_id", "actor_role", "action", "subject_owner_id", "scope", "counts", "ticket", "reason"])
-    for e in support().audit_entries(current_user, **_audit_filters()):
-        writer.writerow([e.at.isoformat(), e.actor_id, e.actor_role, e.action, e.subject_owner_id, e.scope,
-                         json.dumps(e.counts) if e.counts else "", e.ticket or "", e.reason_code or ""])
-    return Response(out.getvalue(), mimetype="text/csv", headers={"Content-Disposition": 'attachment; filename="audit.csv"'})
+    rows = [[e.at.isoformat(), e.actor_id, e.actor_role, e.action, e.subject_owner_id, e.scope,
+             json.dumps(e.counts) if e.counts else "", e.ticket or "", e.reason_code or ""]
+            for e in support().audit_entries(current_user, **_audit_filters())]
+    header = ["at", "actor_id", "actor_role", "action", "subject_owner_id", "scope", "counts", "ticket", "reason"]
+    return csv_download(header, rows, "audit.csv")
 
 
 def _audit_filters() -> dict[str, object]:
@@ -163,8 +160,18 @@ def _audit_filters() -> dict[str, object]:
     return {
         "actor_id": args.get("actor") or None, "subject": args.get("subject") or None,
         "action": args.get("action") or None, "since": _date(args.get("from", "")),
-        "until": until + timedelta(days=1) if until else None,  # "to" includes that whole day
+        "until": _day_after(until),  # "to" includes that whole day
     }
+
+
+def _day_after(day: datetime | None) -> datetime | None:
+    """The start of the day after `day`; None (no end) for the last day there is (9999-12-31)."""
+    if day is None:
+        return None
+    try:
+        return day + timedelta(days=1)
+    except OverflowError:
+        return None
 
 
 def _date(value: str) -> datetime | None:

@@ -74,8 +74,8 @@ def test_update_with_a_key_answers_the_etag_as_without(world: World) -> None:
 
 def test_undo_replayed_is_applied_once(world: World) -> None:
     memory_id = remembered(world, "Lives in Lyon")
-    for text in ("Lives in Paris", "Lives in Nice"):
-        world.raw().patch(f"{ADA}/memories/{memory_id}", json={"text": text}, headers=world.auth())
+    for wording in ("Lives in Paris", "Lives in Nice"):
+        world.raw().patch(f"{ADA}/memories/{memory_id}", json={"text": wording}, headers=world.auth())
     first, _ = twice(world, "POST", f"{ADA}/memories/{memory_id}/undo")
     assert first.json["memory"]["text"] == "Lives in Paris"
     assert current(world, memory_id)["text"] == "Lives in Paris"  # not "Lives in Lyon": undone once

@@ -160,7 +160,7 @@ def chromium_path() -> str:
     path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(path).is_file() or not os.access(path, os.X_OK):
         pytest.fail(
-            f"Chromium is missing ({path}): install Debian's `chromium` (scripts/ensure-chromium.sh, run by `make test`)"
+            f"Chromium is missing ({path}): install Debian's `chromium` (scripts/ensure-packages.sh, run by `make test`)"
             " or point $CHROMIUM at one. The browser tests are never skipped."
         )
     return path

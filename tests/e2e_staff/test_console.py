@@ -53,7 +53,8 @@ def test_find_erase_and_audit(page: Page, live_server: LiveServer, desk: Desk) -
     page.get_by_role("button", name="Erase all data").click()
 
     expect(page.get_by_test_id("state")).to_have_text("completed")
-    expect(page.get_by_text("Erased: everything kept about this person in their organisation, and their account.")).to_be_visible()
+    done = "Erased: everything kept about this person in their organisation, and their account."
+    expect(page.get_by_text(done)).to_be_visible()
     expect(page.get_by_test_id("count-memories")).to_have_text("3")
     expect(page.get_by_test_id("count-accounts")).to_have_text("1")
     expect(page.get_by_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"))).to_be_visible()

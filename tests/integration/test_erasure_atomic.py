@@ -99,6 +99,7 @@ def test_a_persons_erasure_vacuums_their_tables_on_postgresql(pg_engine: Engine)
 
     assert vacuumed()["memories"] is None
     service.purge_owner(HERE.owner_id, [HERE.scope])
+    assert store.settle(30)  # the VACUUM runs off the request's path
     after = vacuumed()
     assert all(after[name] is not None for name in ("memories", "memory_revisions", "idempotency_receipts"))
 
@@ -116,3 +117,26 @@ def test_sqlite_zeroes_what_it_deletes_and_truncates_its_log_after_an_erasure(sq
     service.forget(HERE, saved.memory.id)
     assert wal.stat().st_size == 0  # truncated: the page images that held the text are gone
     assert b"Zqvarnby" not in database.read_bytes() and b"zqvarnbi" not in database.read_bytes().lower()
+
+
+def test_a_checkpoint_kept_back_by_a_reader_is_done_as_soon_as_the_reader_is_gone(sqlite_engine: Engine) -> None:
+    import sqlite3
+    import time
+
+    store = SqlStore(sqlite_engine)
+    service = MemoryService(store)
+    database = Path(str(sqlite_engine.url.database))
+    wal = database.with_name(database.name + "-wal")
+    saved = service.remember(HERE, "Had knee surgery in Zqvarnby")
+    assert saved.ok
+    reader = sqlite3.connect(database, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchone()  # holds a snapshot from before the forget
+    started = time.monotonic()
+    service.forget(HERE, saved.memory.id)
+    assert time.monotonic() - started < 1.5  # the forget does not wait on the reader
+    assert wal.stat().st_size > 0  # the reader keeps the log from being truncated yet
+    reader.execute("COMMIT")
+    reader.close()
+    assert store.settle(10)  # no other write needed: the janitor tries again on its own
+    assert wal.stat().st_size == 0 and b"Zqvarnby" not in database.read_bytes()

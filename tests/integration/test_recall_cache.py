@@ -16,6 +16,7 @@ from sqlalchemy import event, select
 from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.janitor import settle_all
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memory_places
 from portal.memory import Filters, MemoryService, Options, Place, Saved
@@ -38,6 +39,7 @@ def second_engine(engine: Engine) -> Iterator[Engine]:
     """Another engine (another pool) on the same database: the other worker's."""
     other = make_engine(engine.url)
     yield other
+    settle_all(30)
     other.dispose()
 
 

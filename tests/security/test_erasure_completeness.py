@@ -260,7 +260,7 @@ def test_erasing_tenant_a_user_1_leaves_tenant_b_user_1_whole_and_uncounted(
         staff_account = accounts.create("staff@a.example", "Sam Helper", world.tenant_a, "staff", PASSWORD)
         staff = world.app.test_client()
         with staff.session_transaction() as session:
-            session["_user_id"], session["_fresh"] = staff_account.id, True
+            session["_user_id"], session["_fresh"] = staff_account.get_id(), True
         logged = staff.post(f"/staff/people/{in_a.id}/erasure", data={"ticket": "GDPR-1"})
         assert logged.status_code == 303
         assert staff.post(logged.headers["Location"], data={"confirm": "user1@a.example"}).status_code == 303

@@ -85,7 +85,7 @@ class Console:
             assert answer.status_code == 303, answer.status_code
         elif user is not None:
             with client.session_transaction() as session:
-                session["_user_id"] = user.id
+                session["_user_id"] = user.get_id()
                 session["_fresh"] = True
         return client
 

@@ -48,7 +48,7 @@ def staff_calls(person: User, request_id: str) -> list[Call]:
     ]
 
 
-def admin_calls(tenant_id: str, key_id: str) -> list[Call]:
+def admin_calls(tenant_id: str, key_id: str, person_id: str) -> list[Call]:
     return [
         Call("admin.index", "GET", "/admin/"),
         Call("admin.create_tenant", "POST", "/admin/tenants", {"name": "Tenant C", "ai": "on"}),
@@ -57,6 +57,7 @@ def admin_calls(tenant_id: str, key_id: str) -> list[Call]:
              {"email": "new@a.example", "name": "Nina New", "tenant": tenant_id, "role": "staff", "password": PASSWORD}),
         Call("admin.create_key", "POST", "/admin/keys", {"tenant": tenant_id, "permission": ["memories:read"], "name": "k2"}),
         Call("admin.revoke_key", "POST", f"/admin/keys/{key_id}/revoke", {}),
+        Call("admin.end_sessions", "POST", f"/admin/people/{person_id}/end-sessions", {}),
     ]
 
 
@@ -67,7 +68,7 @@ ALLOWED = {
     ("staff.erasure", "GET"): 200, ("staff.audit", "GET"): 200, ("staff.audit_csv", "GET"): 200,
     ("staff.erasure", "POST"): 303, ("admin.index", "GET"): 200, ("admin.create_tenant", "POST"): 303,
     ("admin.switch_ai", "POST"): 303, ("admin.create_staff", "POST"): 303, ("admin.create_key", "POST"): 200,
-    ("admin.revoke_key", "POST"): 303,
+    ("admin.revoke_key", "POST"): 303, ("admin.end_sessions", "POST"): 303,
 }
 
 
@@ -88,7 +89,7 @@ def setup(console: Console) -> Fixtures:
 
 
 def every_call(console: Console, setup: Fixtures) -> list[Call]:
-    return staff_calls(console.a1, setup.request_a) + admin_calls(console.a.id, setup.key_id)
+    return staff_calls(console.a1, setup.request_a) + admin_calls(console.a.id, setup.key_id, console.a1.id)
 
 
 def send(client: Any, call: Call) -> Any:
@@ -129,7 +130,7 @@ def test_people_get_not_found_on_every_console_route(console: Console, setup: Fi
 def test_staff_get_not_found_on_every_admin_route(console: Console, setup: Fixtures) -> None:
     client = console.client(console.sA)
     before = console.state()
-    for call in admin_calls(console.a.id, setup.key_id):
+    for call in admin_calls(console.a.id, setup.key_id, console.a1.id):
         assert send(client, call).status_code == 404, call
     assert console.state() == before
     assert "Administration" not in page_text(client.get("/staff/"))  # no link to it either
@@ -170,7 +171,7 @@ def test_staff_get_not_found_for_anything_of_another_tenant(console: Console, se
 
 def test_admins_may_do_everything_in_every_tenant(console: Console, setup: Fixtures) -> None:
     client = console.client(console.admin)
-    for call in staff_calls(console.b1, setup.request_b) + admin_calls(console.b.id, setup.key_id):
+    for call in staff_calls(console.b1, setup.request_b) + admin_calls(console.b.id, setup.key_id, console.sB.id):
         answer = send(client, call)
         assert answer.status_code == ALLOWED[(call.endpoint, call.method)], (call, answer.status_code)
     assert console.runtime.accounts.get(console.b1.id) is None

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from portal.memory import InMemoryStore, MemoryService, Place
+from portal.memory import text as text_module
 from portal.memory.audit import AuditNote
 from portal.memory.idempotency import REDACTED, Answer, content_free, once
 from portal.memory.recall_index import PlaceIndex, RecallCache
 from portal.memory.tools import run_tool
-from portal.memory import text as text_module
 
 from .conftest import remember_ok
 
@@ -209,3 +209,67 @@ def test_a_recall_that_read_a_place_before_its_erasure_cannot_cache_it_after():
     later = cache.ticket(place)
     cache.put(place, PlaceIndex("token-after", []), later)
     assert cache.get(place, "token-after") is not None
+
+
+class ErasingModel:
+    """A model that thinks while the person erases: what it saw must not be written back."""
+
+    def __init__(self, erase: Any, answer: str) -> None:
+        self.erase, self.answer = erase, answer
+
+    def complete(self, system: str, prompt: str) -> str:
+        self.erase()
+        return self.answer
+
+
+@pytest.mark.parametrize("erasure", ["forget", "erase_all", "purge"])
+def test_an_erasure_while_the_model_thinks_is_not_undone_by_its_answer(make_service, place, erasure):
+    service = make_service()
+    memory = remember_ok(service, place, WORDS)
+    answer = json.dumps({"facts": [{"text": WORDS}, {"text": "Walks to work"}],
+                         "corrections": [{"id": memory.id, "text": WORDS + " last spring"}], "summary": "knee"})
+    erase = {
+        "forget": lambda: service.forget(place, memory.id),
+        "erase_all": lambda: service.forget_all(place),
+        "purge": lambda: service.purge_owner(place.owner_id, [place.scope]),
+    }[erasure]
+    service.llm = ErasingModel(erase, answer)
+    result = service.consolidate(place, "I had knee surgery in Zqvarn and I walk to work.", "conv-1")
+    texts = [m.text for m in service.list(place, state="all").items]
+    assert not any("Zqvarn" in t for t in texts), texts
+    if erasure == "forget":  # only that memory went: the rest of the conversation is learnt
+        assert texts == ["Walks to work"] and result.refusals.get("forgotten") == 1
+    else:  # the claim went with everything: nothing of the conversation lands
+        assert texts == [] and result.added == 0 and result.refusals.get("erased", 0) >= 1
+
+
+def test_a_forget_while_the_facts_are_being_written_is_not_undone(make_service, embedder, place):
+    """The person forgets a memory between two of the consolidation's writes: the fact that repeats
+    it word for word is refused inside its own write (the check is not a snapshot taken earlier)."""
+    service = make_service()
+    memory = remember_ok(service, place, WORDS)
+
+    class ForgettingEmbedder:  # our Embedder protocol: the forget lands while the second fact is embedded
+        model_id = embedder.model_id
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def embed(self, texts, purpose="document"):
+            self.calls += 1
+            if self.calls == 2:  # one call per fact: the second fact, after the first was written
+                service.forget(place, memory.id)
+            return embedder.embed(texts, purpose)
+
+    service.embedder = ForgettingEmbedder()
+    answer = json.dumps({"facts": [{"text": "Walks to work"}, {"text": WORDS}], "summary": "x"})
+
+    class Model:
+        def complete(self, system: str, prompt: str) -> str:
+            return answer
+
+    service.llm = Model()
+    result = service.consolidate(place, "I had knee surgery in Zqvarn and I walk to work.", "conv-1")
+    assert service.embedder.calls == 2
+    texts = [m.text for m in service.list(place, state="all").items]
+    assert texts == ["Walks to work"] and result.refusals == {"forgotten": 1}

@@ -137,10 +137,14 @@ def test_switch_language(world: World) -> None:
     assert world.runtime.accounts.get(world.ada.id).language == "fr"  # type: ignore[union-attr]
 
 
-def test_language_switch_ignores_unknown_languages_and_foreign_referrers(world: World) -> None:
+def test_language_switch_ignores_unknown_languages_and_refuses_other_sites(world: World) -> None:
     client = world.client(world.ada)
-    answer = client.post("/account/language", data={"language": "de"}, headers={"Referer": "https://evil.example/"})
+    answer = client.post("/account/language", data={"language": "de"})
     assert answer.status_code == 303 and answer.headers["Location"] == "/memories"
+    assert world.runtime.accounts.get(world.ada.id).language == "en"  # type: ignore[union-attr]
+    # A POST sent from another site is refused, whatever it asks (portal.web.security).
+    foreign = client.post("/account/language", data={"language": "fr"}, headers={"Referer": "https://evil.example/"})
+    assert foreign.status_code == 403 and "came from another site" in page_text(foreign)
     assert world.runtime.accounts.get(world.ada.id).language == "en"  # type: ignore[union-attr]
     assert "Erase everything" in page_text(client.get("/memories"))
 

@@ -83,17 +83,19 @@ def test_anonymous_visit_comes_back_after_sign_in(world: World) -> None:
 
 def test_session_cookie_is_httponly_and_lax(world: World) -> None:
     answer = sign_in(world.client(), "ada@example.com")
-    cookie = answer.headers["Set-Cookie"]
-    assert cookie.startswith("session=")
-    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
-    assert "Secure" not in cookie  # plain http (development): a Secure cookie would never come back
+    cookies = {c.split("=", 1)[0]: c for c in answer.headers.getlist("Set-Cookie")}
+    assert set(cookies) == {"session", "portal_device"}  # the device cookie: see portal.web.throttle
+    for cookie in cookies.values():
+        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+        assert "Secure" not in cookie  # plain http (development): a Secure cookie would never come back
+    assert "Path=/login" in cookies["portal_device"]  # sent to the sign-in page only
 
 
 def test_session_cookie_is_secure_over_tls(world: World) -> None:
     client = world.client()
     answer = sign_in(client, "ada@example.com", base_url="https://localhost")
-    cookie = answer.headers["Set-Cookie"]
-    assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    for cookie in answer.headers.getlist("Set-Cookie"):
+        assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
     assert answer.headers["Strict-Transport-Security"].startswith("max-age=")
     assert client.get("/memories", base_url="https://localhost").status_code == 200
 

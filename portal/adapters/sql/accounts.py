@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import RowMapping
 
+from portal.inputs import is_valid_id
 from portal.memory.ports import new_id, utc_now
 from portal.memory.types import Place
 
@@ -44,6 +45,7 @@ class User:
     language: str
     created_at: datetime
     last_visit_at: datetime | None
+    session_epoch: int = 0
 
     @property
     def place(self) -> Place:
@@ -56,7 +58,8 @@ class User:
     is_anonymous = False
 
     def get_id(self) -> str:
-        return self.id
+        """What a sign-in session keeps: the account and the epoch it began in (see `Accounts.signed_in`)."""
+        return f"{self.id}:{self.session_epoch}"
 
 
 class AccountError(ValueError):
@@ -86,13 +89,13 @@ class Accounts:
             raise AccountError("invalid_language")
         if len(password) < MIN_PASSWORD:
             raise AccountError("password_too_short")
-        if owner_id is not None and (not owner_id.strip() or len(owner_id) > 200):
+        if owner_id is not None and not is_valid_id(owner_id):
             raise AccountError("invalid_owner_id")
         user_id = new_id()
         row = {
             "id": user_id, "email": email, "name": name.strip(), "password_hash": _hasher.hash(password), "role": role,
             "tenant_id": tenant_id, "owner_id": owner_id or user_id, "language": language, "created_at": utc_now(),
-            "last_visit_at": None,
+            "last_visit_at": None, "session_epoch": 0,
         }
         with writing(self.bind) as conn:
             if conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first() is None:
@@ -103,6 +106,32 @@ class Accounts:
             if not conn.execute(dialect_insert(users).values(**row).on_conflict_do_nothing()).rowcount:
                 raise AccountError("email_taken")
         return _user(row)
+
+    def signed_in(self, session_id: str) -> User | None:
+        """The account of a sign-in session (`User.get_id`), or None once its epoch has passed:
+        the account signed out, changed its password or had its sessions ended."""
+        user_id, _, epoch = str(session_id).partition(":")
+        user = self.get(user_id)
+        if user is None or not epoch.isdigit() or int(epoch) != user.session_epoch:
+            return None
+        return user
+
+    def end_sessions(self, user_id: str) -> bool:
+        """End every sign-in session of the account, in every worker (raises its epoch)."""
+        with writing(self.bind) as conn:
+            done = conn.execute(
+                update(users).where(users.c.id == user_id).values(session_epoch=users.c.session_epoch + 1)
+            ).rowcount
+        return bool(done)
+
+    def set_password(self, user_id: str, password: str) -> bool:
+        """A new password, and every session of the account ended."""
+        if len(password) < MIN_PASSWORD:
+            raise AccountError("password_too_short")
+        with writing(self.bind) as conn:
+            done = conn.execute(update(users).where(users.c.id == user_id).values(
+                password_hash=_hasher.hash(password), session_epoch=users.c.session_epoch + 1)).rowcount
+        return bool(done)
 
     def get(self, user_id: str) -> User | None:
         with reading(self.bind) as conn:
@@ -167,4 +196,5 @@ def _user(row: RowMapping | dict[str, object]) -> User:
         tenant_id=str(row["tenant_id"]), owner_id=str(row["owner_id"]), language=str(row["language"]),
         created_at=row["created_at"],  # type: ignore[arg-type]
         last_visit_at=row["last_visit_at"],  # type: ignore[arg-type]
+        session_epoch=int(str(row.get("session_epoch") or 0)),
     )

@@ -115,12 +115,16 @@ class ErasureRequests:
         with reading(self.bind) as conn:
             return [_request(r) for r in conn.execute(statement).mappings()]
 
-    def open_for(self, subject_owner_id: str, tenant_id: str) -> list[ErasureRequest]:
+    def open_for(self, subject_owner_id: str, tenant_id: str, for_update: bool = False) -> list[ErasureRequest]:
+        """The person's open requests, in id order; `for_update` (in a unit of work) locks them in
+        that order, so two staff completing two of them at once wait for each other, never deadlock."""
         c = erasure_requests.c
+        statement = select(erasure_requests).where(
+            c.subject_owner_id == subject_owner_id, c.tenant_id == tenant_id, c.state == "open").order_by(c.id)
+        if for_update:
+            statement = statement.with_for_update()
         with reading(self.bind) as conn:
-            rows = conn.execute(select(erasure_requests).where(
-                c.subject_owner_id == subject_owner_id, c.tenant_id == tenant_id, c.state == "open"))
-            return [_request(r) for r in rows.mappings()]
+            return [_request(r) for r in conn.execute(statement).mappings()]
 
     def complete(self, request_id: str, actor_id: str, counts: dict[str, int]) -> None:
         with writing(self.bind) as conn:

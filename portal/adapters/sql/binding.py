@@ -13,9 +13,15 @@ Bind = Engine | Connection
 
 @contextmanager
 def writing(bind: Bind) -> Iterator[Connection]:
-    """A connection to write on: the unit of work's own, or a new transaction committed on leaving."""
+    """A connection to write on: the unit of work's own, or a new transaction committed on leaving
+    (on SQLite opened with BEGIN IMMEDIATE: a deferred one that reads first and then writes fails
+    at once with "database is locked" when another process writes, whatever the busy timeout)."""
     if isinstance(bind, Connection):
         yield bind
+        return
+    if bind.dialect.name == "sqlite":
+        with bind.connect() as plain, plain.execution_options(sqlite_begin="IMMEDIATE").begin():
+            yield plain
         return
     with bind.begin() as conn:
         yield conn

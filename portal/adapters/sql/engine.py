@@ -30,7 +30,11 @@ def normalize_url(url: str | URL) -> URL:
 
 
 def make_engine(url: str | URL, **kwargs: Any) -> Engine:
-    """An engine ready for the store: see the module docstring for what each backend gets."""
+    """An engine ready for the store: see the module docstring for what each backend gets.
+
+    Statement parameters never appear in SQLAlchemy's logs or in the text of its errors
+    (`hide_parameters`): a failed write's traceback would otherwise print the person's words."""
+    kwargs.setdefault("hide_parameters", True)
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False}, **kwargs)
@@ -65,19 +69,20 @@ def _sqlite_events(engine: Engine) -> None:
 
 
 BUSY_TIMEOUT_MS = 60_000
-# How long a checkpoint after an erasure waits for readers of older snapshots before giving up
-# (it is tried again after the next write; see `checkpoint`).
-CHECKPOINT_WAIT_MS = 2_000
+# How long the erasing request's own checkpoint waits for readers of older snapshots before leaving
+# it to the janitor, and how long each of the janitor's tries waits.
+CHECKPOINT_FIRST_WAIT_MS = 100
+CHECKPOINT_WAIT_MS = 500
 
 
-def checkpoint(engine: Engine) -> bool:
+def checkpoint(engine: Engine, wait_ms: int = CHECKPOINT_WAIT_MS) -> bool:
     """SQLite: copy the write-ahead log into the database and truncate it to zero bytes, so the
     page images it held (with whatever rows they held) are gone from the `-wal` file. Answers False
-    when readers of an older snapshot kept it from completing within CHECKPOINT_WAIT_MS."""
+    when readers of an older snapshot kept it from completing within `wait_ms`."""
     raw = engine.raw_connection()
     try:
         cursor = raw.cursor()
-        cursor.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={wait_ms}")
         try:
             busy, _log, _done = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
@@ -101,12 +106,15 @@ def vacuum_owner_tables(engine: Engine) -> bool:
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql(f"SET lock_timeout = '{VACUUM_WAIT}'")
-            conn.exec_driver_sql(f"VACUUM (INDEX_CLEANUP ON) {', '.join(OWNER_TABLE_NAMES)}")
-            conn.exec_driver_sql("RESET lock_timeout")
-        return True
+            try:
+                conn.exec_driver_sql(f"VACUUM (INDEX_CLEANUP ON) {', '.join(OWNER_TABLE_NAMES)}")
+            finally:
+                # Not back to the pool: a connection of its own for a rare job (and none left idle
+                # with this job's lock_timeout, whatever happened).
+                conn.invalidate()
     except DBAPIError as exc:
         log.warning("erasure.vacuum_skipped error=%s", type(exc.orig).__name__)
-        return False
+    return True  # done, or left to autovacuum: not retried
 
 
 def place_lock_key(owner_id: str, scope: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, delete, insert, literal, select, update
+from sqlalchemy import and_, delete, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -71,16 +71,39 @@ class PlaceRecords:
                 insert(memory_settings).values(owner_id=self.place.owner_id, scope=self.place.scope, **values)
             )
 
-    def claim_ref(self, ref: str, at: datetime) -> bool:
-        exists = self.conn.execute(
-            select(literal(1)).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
+        c = consolidation_refs.c
+        found = self.conn.execute(
+            select(c.state, c.lease_until).where(self.here(consolidation_refs), c.ref == ref)
         ).first()
-        if exists:
+        values = {"claimed_at": at, "state": "running" if lease_until is not None else "done",
+                  "lease_until": lease_until, "holder": holder}
+        if found is None:
+            self.conn.execute(insert(consolidation_refs).values(
+                owner_id=self.place.owner_id, scope=self.place.scope, ref=ref, **values))
+            return True
+        state, until = found
+        if state != "running" or (until is not None and until >= at):
             return False
-        self.conn.execute(
-            insert(consolidation_refs).values(owner_id=self.place.owner_id, scope=self.place.scope, ref=ref, claimed_at=at)
-        )
+        # Held by a worker whose lease ran out (it died, or its request was cut): taken over.
+        self.conn.execute(update(consolidation_refs).where(self.here(consolidation_refs), c.ref == ref).values(**values))
         return True
+
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
+        return self._held(ref, holder, {"lease_until": lease_until})
+
+    def finish_ref(self, ref: str, holder: str) -> bool:
+        return self._held(ref, holder, {"state": "done", "lease_until": None})
+
+    def holds_ref(self, ref: str, holder: str) -> bool:
+        c = consolidation_refs.c
+        return self.conn.execute(select(literal(1)).where(
+            self.here(consolidation_refs), c.ref == ref, c.state == "running", c.holder == holder)).first() is not None
+
+    def _held(self, ref: str, holder: str, values: dict[str, Any]) -> bool:
+        c = consolidation_refs.c
+        return bool(self.conn.execute(update(consolidation_refs).where(
+            self.here(consolidation_refs), c.ref == ref, c.state == "running", c.holder == holder).values(**values)).rowcount)
 
     def release_ref(self, ref: str) -> bool:
         return bool(
@@ -94,7 +117,8 @@ class PlaceRecords:
     def purge(self) -> PurgeCounts:
         counts = purge(self.conn, self.store.postgres, self.place.owner_id, [self.place.scope])
         # The place's token went with it: a recall finds nothing to keep (see `place_index`).
-        self.changed = self.erased = self.token_gone = True
+        self.changed = self.token_gone = True
+        self.erased = self.erased or any(counts.to_json().values())
         return counts
 
     def record(self, entry: AuditEntry) -> None:
@@ -112,6 +136,7 @@ class PlaceRecords:
         return Receipt(
             key=row["key"], request_hash=row["request_hash"], status=row["status"], response=response,
             memory_ids=tuple(json.loads(row["memory_ids"])), created_at=row["created_at"], redacted=row["redacted"],
+            lease_until=row["lease_until"], holder=row["holder"],
         )
 
     def put_receipt(self, receipt: Receipt) -> bool:
@@ -125,23 +150,39 @@ class PlaceRecords:
                 owner_id=self.place.owner_id, scope=self.place.scope, key=receipt.key,
                 request_hash=receipt.request_hash, status=receipt.status, response=response,
                 memory_ids=json.dumps(list(receipt.memory_ids)), redacted=receipt.redacted,
-                created_at=receipt.created_at or now(),
+                created_at=receipt.created_at or now(), lease_until=receipt.lease_until, holder=receipt.holder,
             )
         )
         return True
 
-    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str]) -> bool:
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str],
+                       holder: str | None = None) -> bool:
         t = idempotency_receipts.c
+        held = [] if holder is None else [t.holder == holder]
         return bool(
             self.conn.execute(
-                update(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key).values(
+                update(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key, *held).values(
                     status=status, memory_ids=json.dumps(list(memory_ids)),
                     response=None if response is None else self.store.encrypt(json.dumps(response)),
                 )
             ).rowcount
         )
 
-    def drop_receipt(self, key: str) -> bool:
+    def drop_receipt(self, key: str, holder: str | None = None) -> bool:
         t = idempotency_receipts.c
-        return bool(self.conn.execute(delete(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key)).rowcount)
+        held = [] if holder is None else [t.holder == holder]
+        return bool(self.conn.execute(
+            delete(idempotency_receipts).where(self.here(idempotency_receipts), t.key == key, *held)).rowcount)
+
+    def lease_receipt(self, key: str, lease_until: datetime, expired_before: datetime | None = None,
+                      holder: str | None = None) -> bool:
+        t = idempotency_receipts.c
+        where = [self.here(idempotency_receipts), t.key == key, t.status == 0]
+        values: dict[str, Any] = {"lease_until": lease_until}
+        if expired_before is not None:
+            where.append(or_(t.lease_until.is_(None), t.lease_until < expired_before))
+            values["holder"] = holder
+        elif holder is not None:
+            where.append(t.holder == holder)
+        return bool(self.conn.execute(update(idempotency_receipts).where(*where).values(**values)).rowcount)
 

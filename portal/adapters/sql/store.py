@@ -15,6 +15,7 @@ import builtins
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -36,7 +37,8 @@ from portal.memory.store import NeedsVector
 from portal.memory.types import Embedding, Memory, Place, PurgeCounts
 
 from .audit import AuditLog
-from .engine import checkpoint, is_postgres, lock_place, vacuum_owner_tables
+from .engine import CHECKPOINT_FIRST_WAIT_MS, checkpoint, is_postgres, lock_place, vacuum_owner_tables
+from .janitor import Janitor
 from .tables import (
     idempotency_receipts,
     memories,
@@ -82,9 +84,11 @@ class SqlStore:
         self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
         # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
         self._sqlite_writer = threading.Lock()
-        # SQLite: an erasure's checkpoint could not truncate the log yet (a reader held an older
-        # snapshot); the next write commits, then tries again.
-        self.wal_pending = False
+        # What erasures leave to clean after their commit (see .janitor).
+        self.janitor = Janitor({
+            "checkpoint": lambda: checkpoint(self.engine),
+            "vacuum": lambda: vacuum_owner_tables(self.engine),
+        })
 
     @contextmanager
     def writer(self) -> Iterator[Connection]:
@@ -100,8 +104,16 @@ class SqlStore:
 
     @contextmanager
     def write(self, place: Place) -> Iterator[SqlTx]:
-        with self.writer() as conn:
-            yield from self._transaction(conn, place, lock=self.postgres, writable=True)
+        made: list[SqlTx] = []
+        try:
+            with self.writer() as conn:
+                for tx in self._transaction(conn, place, lock=self.postgres, writable=True):
+                    made.append(tx)
+                    yield tx
+        finally:
+            # After the writer lock is released: cleaning up after an erasure never holds up writers.
+            if made and made[0].erased and made[0].committed:
+                self.after_erasure(person=made[0].token_gone)
 
     @contextmanager
     def read(self, place: Place, snapshot: bool = True) -> Iterator[SqlTx]:
@@ -136,37 +148,51 @@ class SqlStore:
             tx.commit()
         return marked
 
-    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> PurgeCounts:
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         with self.unit() as uow:
             counts = uow.purge_owner(owner_id, scopes)
+            if record is not None:
+                uow.record(replace(record, counts=counts.to_json()))
             uow.commit()
         return counts
 
     @contextmanager
     def unit(self) -> Iterator[SqlUnitOfWork]:
         """A write transaction across places and the records around them (see `.uow`)."""
-        with self.writer() as conn:
-            trans = conn.begin()
-            try:
-                yield SqlUnitOfWork(self, conn, trans)
-            finally:
-                if trans.is_active:
-                    trans.rollback()
+        made: list[SqlUnitOfWork] = []
+        try:
+            with self.writer() as conn:
+                trans = conn.begin()
+                try:
+                    made.append(SqlUnitOfWork(self, conn, trans))
+                    yield made[0]
+                finally:
+                    if trans.is_active:
+                        trans.rollback()
+        finally:
+            if made and made[0].committed:
+                made[0].after_commit()
 
     def after_erasure(self, person: bool = False) -> None:
-        """After a transaction that erased text committed.
+        """After a transaction that erased text committed (and let go of the writer lock).
 
         SQLite: copy the write-ahead log into the database file and truncate it, so the erased
         rows' earlier page images do not stay in the `-wal` file (secure_delete zeroed them in the
-        database pages). PostgreSQL, after a person's erasure (`person`): VACUUM the tables that
-        hold a person's rows, index entries included, so their dead rows go now rather than when
-        autovacuum comes by (docs/operations.md, "What erasure removes", gives what stays and for
-        how long). A VACUUM that cannot run (no privilege, a lock held past VACUUM_WAIT) is left
-        to autovacuum; the log says so, with the error's class only."""
+        database pages): tried at once, with a short wait for readers, then by the janitor until it
+        succeeds. PostgreSQL, after a person's erasure (`person`): the janitor VACUUMs the tables
+        that hold a person's rows, index entries included, so their dead rows go now rather than
+        when autovacuum comes by (docs/operations.md, "What erasure removes"). A VACUUM that cannot
+        run (no privilege, a lock held past VACUUM_WAIT) is left to autovacuum; the log says so,
+        with the error's class only."""
         if not self.postgres:
-            self.wal_pending = not checkpoint(self.engine)
+            if not checkpoint(self.engine, wait_ms=CHECKPOINT_FIRST_WAIT_MS):
+                self.janitor.ask("checkpoint")
         elif person:
-            vacuum_owner_tables(self.engine)
+            self.janitor.ask("vacuum")
+
+    def settle(self, timeout: float = 30.0) -> bool:
+        """Wait until the cleaning up after erasures is done (see .janitor)."""
+        return self.janitor.settle(timeout)
 
     def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]:
         stale = (M.embedding_model.is_(None)) | (M.embedding_model != model)
@@ -207,7 +233,10 @@ class SqlStore:
             exists().where(later.c.memory_id == R.memory_id, later.c.revision > R.revision, later.c.written_at < older_than),
             exists().where(M.id == R.memory_id, M.owner_id == R.owner_id, M.scope == R.scope, M.updated_at < older_than),
         )
-        return self._delete_in_batches(memory_revisions, (R.memory_id, R.revision), and_(R.written_at < older_than, replaced))
+        deleted = self._delete_in_batches(memory_revisions, (R.memory_id, R.revision), and_(R.written_at < older_than, replaced))
+        if deleted:
+            self.after_erasure()  # earlier wordings are a person's words too
+        return deleted
 
     def prune_receipts(self, older_than: datetime) -> int:
         t = idempotency_receipts.c

@@ -163,6 +163,10 @@ consolidation_refs = Table(
     Column("scope", String(200), primary_key=True),
     Column("ref", String(200), primary_key=True),
     Column("claimed_at", UTCDateTime, nullable=False),
+    # running while a consolidation holds it (until lease_until, renewed as it runs), done once learnt
+    Column("state", String(16), nullable=False, server_default="done"),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("holder", String(32), nullable=True),  # a random token of the request that holds it
 )
 
 idempotency_receipts = Table(
@@ -177,6 +181,9 @@ idempotency_receipts = Table(
     Column("memory_ids", Text, nullable=False),
     Column("redacted", Boolean, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # A pending receipt's hold on its key: renewed while its request runs, taken over once it lapsed.
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("holder", String(32), nullable=True),  # a random token of the request that holds it
 )
 
 memory_tombstones = Table(
@@ -249,6 +256,8 @@ users = Table(
     Column("language", String(8), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("last_visit_at", UTCDateTime, nullable=True),
+    # Raised to end every session of the account (sign-out, password change, an admin's say).
+    Column("session_epoch", Integer, nullable=False, server_default="0"),
     Index("ix_users_tenant_id", "tenant_id"),
     Index("ix_users_owner_id", "owner_id"),
 )

@@ -11,6 +11,7 @@ from sqlalchemy import insert, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
+from portal.inputs import is_valid_text
 from portal.memory.ports import new_id, utc_now
 from portal.memory.types import Place
 
@@ -42,8 +43,8 @@ class Tenants:
 
     def create(self, name: str, ai_enabled: bool = True) -> Tenant:
         name = name.strip()
-        if not name:
-            raise ValueError("a tenant needs a name")
+        if not name or len(name) > 200 or not is_valid_text(name):
+            raise ValueError("a tenant needs a name of at most 200 characters")
         tenant = Tenant(new_id(), name, ai_enabled, utc_now())
         try:
             with self.engine.begin() as conn:

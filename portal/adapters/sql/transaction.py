@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins
 import secrets
-import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -77,6 +76,7 @@ class SqlTx(PlaceRecords):
         # its commit then lets the store clear what the database keeps of it besides (the WAL).
         self.erased = False
         self.token_gone = False
+        self.committed = False
         self._index: PlaceIndex | None | bool = False  # False: not looked up yet
         # The place as the bound parameters of the statements built once below.
         self.bound = {"place_owner": place.owner_id, "place_scope": place.scope}
@@ -85,14 +85,13 @@ class SqlTx(PlaceRecords):
         if self.changed and not self.token_gone:
             self._replace_token()
         self._trans.commit()
+        self.committed = True
         cache = self.store.recall_cache
         if self.changed and cache is not None:
             # What this worker kept of the place is stale now; nothing of a forgotten or corrected
             # memory stays in it until the next recall (other workers see the new token).
             cache.forget(self.place)
-        if self.erased or self.store.wal_pending:
-            # A whole place erased (the person's "erase everything") is a person's erasure.
-            self.store.after_erasure(person=self.token_gone)
+        # An erasure's cleaning up (SqlStore.after_erasure) runs once the writer lock is let go.
 
     def _replace_token(self) -> None:
         statement = NEW_TOKEN_PG if self.store.postgres else NEW_TOKEN_SQLITE
@@ -137,13 +136,16 @@ class SqlTx(PlaceRecords):
             .where(self.here(), M.state == "active")
         ).all()
         entries = []
+        shared: dict[str, str] = {}
         for memory_id, kind, created_at, stored, model, _dim, raw in rows:
             found = None
             if raw is not None and model:
                 found = Embedding(model, pg_vector(raw) if postgres else np.frombuffer(raw, dtype=np.float32))
             toks = (stored or "").split() if self.store.searches_text else terms(self.store.decrypt(stored))
-            # Interned: a person's memories share most of their terms; one string for each.
-            entries.append(Entry(memory_id, kind, created_at, [sys.intern(t) for t in toks], found))
+            # One string per term within this index: a person's memories share most of their terms.
+            # Not sys.intern: interned strings live as long as the process on some Pythons (3.12),
+            # and an erased person's words must not.
+            entries.append(Entry(memory_id, kind, created_at, [shared.setdefault(t, t) for t in toks], found))
         return entries
 
     # ---------------------------------------------------------------- reading

@@ -5,8 +5,8 @@ memories and the records around them — the audit log, accounts and erasure req
 writer lock; PostgreSQL: each place it erases is locked with the place's advisory lock). Nothing is
 kept unless `commit()` is called; leaving the block without it rolls everything back, audit entry
 included. What the commit makes stale in this process (the recall cache of an erased person) is
-dropped right after it, and an erasure on SQLite then truncates the write-ahead log (see
-`SqlStore.after_erasure`).
+dropped right after it; once the writer lock is let go, the store cleans up after the erasure
+(SQLite's write-ahead log, PostgreSQL's dead rows: see `SqlStore.after_erasure`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class SqlUnitOfWork:
         self.accounts = Accounts(conn)
         self.erasures = ErasureRequests(conn)
         self._erased_owners: set[str] = set()
+        self._erased_nothing = True
+        self.committed = False
 
     def record(self, entry: AuditEntry) -> None:
         self.audit.write(entry)
@@ -46,22 +48,24 @@ class SqlUnitOfWork:
         """Erase everything kept under this owner id in `scopes` (None: in every scope)."""
         counts = purge(self.conn, self.store.postgres, owner_id, scopes)
         self._erased_owners.add(owner_id)
+        self._erased_nothing = self._erased_nothing and not any(counts.to_json().values())
         if self.store.recall_cache is not None:
             self.store.recall_cache.drop_owner(owner_id)
         return counts
 
     def commit(self) -> None:
         self._trans.commit()
-        self.after_commit()
-
-    def after_commit(self) -> None:
-        if not self._erased_owners:
-            return
+        self.committed = True
         if self.store.recall_cache is not None:
             for owner_id in self._erased_owners:
                 # Again, after the commit: a recall running alongside may have cached the place anew.
                 self.store.recall_cache.drop_owner(owner_id)
-        self.store.after_erasure(person=True)
+
+    def after_commit(self) -> None:
+        """Once the writer lock is let go (SqlStore.unit): the cleaning up after an erasure — none
+        when it erased nothing (an empty erasure repeated by anyone costs no VACUUM)."""
+        if self._erased_owners and not self._erased_nothing:
+            self.store.after_erasure(person=True)
 
 
 def purge(conn: Connection, postgres: bool, owner_id: str, scopes: Sequence[str] | None) -> PurgeCounts:

@@ -151,3 +151,66 @@ class ReceiptsContract(ContractBase):
         assert len(trail) == before + 1
         assert (trail[-1].action, trail[-1].subject_owner_id, trail[-1].scope, trail[-1].counts) == (
             "person.paused", here.owner_id, here.scope, {"memories": 2})
+
+    def test_a_running_claim_is_held_renewed_finished_or_taken_over_once_its_lease_ran_out(self, store: Store) -> None:
+        here, other, _ = self.places3(store)
+        with store.write(here) as tx:
+            assert tx.claim_ref("conv-9", self.at(10), lease_until=self.at(70), holder="a") is True
+            assert tx.holds_ref("conv-9", "a") and not tx.holds_ref("conv-9", "b")
+            tx.commit()
+        with store.write(here) as tx:
+            assert tx.claim_ref("conv-9", self.at(60), lease_until=self.at(120), holder="b") is False  # still held
+            assert tx.renew_ref("conv-9", "a", self.at(130)) is True
+            assert tx.renew_ref("conv-9", "b", self.at(130)) is False
+            assert tx.claim_ref("conv-9", self.at(100), lease_until=self.at(160), holder="b") is False  # renewed
+            # Its holder died: past the lease, another request takes the claim over.
+            assert tx.claim_ref("conv-9", self.at(131), lease_until=self.at(191), holder="b") is True
+            assert tx.holds_ref("conv-9", "b") and not tx.holds_ref("conv-9", "a")
+            assert tx.renew_ref("conv-9", "a", self.at(200)) is False and tx.finish_ref("conv-9", "a") is False
+            assert tx.finish_ref("conv-9", "b") is True
+            assert not tx.holds_ref("conv-9", "b")
+            # Done for good: no lease, no takeover.
+            assert tx.claim_ref("conv-9", self.at(10_000), lease_until=self.at(10_060), holder="c") is False
+            tx.commit()
+        with store.write(other) as tx:
+            assert tx.claim_ref("conv-9", self.at(10)) is True  # per place; without a lease it is done at once
+            assert tx.claim_ref("conv-9", self.at(10_000), lease_until=self.at(10_060), holder="c") is False
+            tx.commit()
+        with store.write(here) as tx:
+            tx.purge()
+            tx.commit()
+        with store.read(here) as tx:
+            assert not tx.holds_ref("conv-9", "b")  # an erasure takes claims away
+
+    def test_a_pending_receipt_is_leased_and_taken_over_only_once_its_lease_ran_out(self, store: Store) -> None:
+        here = self.place(store)
+        with store.write(here) as tx:
+            tx.put_receipt(Receipt("k", "d" * 64, 0, None, created_at=self.at(0), lease_until=self.at(60)))
+            assert tx.lease_receipt("k", self.at(120), expired_before=self.at(30)) is False  # still held
+            assert tx.lease_receipt("k", self.at(90)) is True  # renewed by its request
+            assert tx.lease_receipt("k", self.at(150), expired_before=self.at(91)) is True  # ran out: taken over
+            assert tx.lease_receipt("missing", self.at(150)) is False
+            tx.commit()
+        with store.read(here) as tx:
+            got = tx.get_receipt("k")
+            assert got is not None and got.lease_until == self.at(150)
+        with store.write(here) as tx:
+            assert tx.finish_receipt("k", 201, {"ok": True}, [])
+            assert tx.lease_receipt("k", self.at(500)) is False  # finished: nothing to hold
+            tx.commit()
+
+    def test_a_receipt_taken_over_answers_only_to_its_new_holder(self, store: Store) -> None:
+        here = self.place(store)
+        with store.write(here) as tx:
+            tx.put_receipt(Receipt("k", "d" * 64, 0, None, created_at=self.at(0), lease_until=self.at(60), holder="a"))
+            assert tx.lease_receipt("k", self.at(90), holder="b") is False  # b does not hold it
+            assert tx.lease_receipt("k", self.at(90), holder="a") is True
+            assert tx.lease_receipt("k", self.at(200), expired_before=self.at(100), holder="b") is True  # a's lapsed
+            assert tx.lease_receipt("k", self.at(300), holder="a") is False  # a was presumed dead: no renewal
+            assert tx.finish_receipt("k", 201, {"by": "a"}, [], holder="a") is False
+            assert tx.drop_receipt("k", holder="a") is False
+            assert tx.finish_receipt("k", 201, {"by": "b"}, [], holder="b") is True
+            tx.commit()
+        with store.read(here) as tx:
+            got = tx.get_receipt("k")
+            assert got is not None and got.response == {"by": "b"}
