@@ -56,8 +56,10 @@ from bench.common import (
     wait_for_quiet,
     write_results,
 )
-from portal.memory import InMemoryStore, MemoryService, Options, Place
-from portal.memory.types import Saved
+from portal.adapters.memory.store import InMemoryStore
+from portal.domain.options import Options
+from portal.domain.types import Place, Saved
+from portal.services.memories import MemoryService
 
 SIZES = (100, 1_000, 10_000)
 POOL = 10_000

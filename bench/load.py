@@ -163,7 +163,7 @@ def seed(server: str, people: int, memories: int, seed_value: int) -> dict[str, 
     from portal.adapters.sql.migrate import upgrade
     from portal.bootstrap import build_runtime
     from portal.config import load_config
-    from portal.memory import Place, Saved
+    from portal.domain.types import Place, Saved
 
     name = f"load_seed_{uuid.uuid4().hex[:8]}"
     admin(server, f'CREATE DATABASE "{name}"')

@@ -46,8 +46,9 @@ from bench.common import (
     wait_for_quiet,
     write_results,
 )
-from portal.memory import MemoryService, Options, Place
-from portal.memory.types import Saved
+from portal.domain.options import Options
+from portal.domain.types import Place, Saved
+from portal.services.memories import MemoryService
 
 VENV = Path("/tmp/mem0-venv")
 DRIVER = ROOT / "bench" / "mem0_driver.py"

@@ -45,8 +45,10 @@ from bench.common import (
     wait_for_quiet,
     write_results,
 )
-from portal.memory import MemoryService, Options, Place
-from portal.memory.text import search_text, words_key
+from portal.domain.options import Options
+from portal.domain.text import search_text, words_key
+from portal.domain.types import Place
+from portal.services.memories import MemoryService
 
 PER_PERSON = 1000
 SCOPE = "bench"

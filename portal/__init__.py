@@ -1,6 +1,6 @@
 """memory portal: what an AI assistant remembers about each person, and the portal to control it.
 
-`create_app` is imported lazily so that the framework-free service layer (`portal.memory`) never
+`create_app` is imported lazily so that the framework-free domain and services (`portal.domain`, `portal.services`) never
 pulls Flask in when it is used on its own.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 
 def create_app(config: dict[str, Any] | None = None) -> Any:
-    """Build the Flask application (see `portal.web.app.create_app`)."""
-    from portal.web.app import create_app as build
+    """Build the Flask application (see `portal.app.create_app`)."""
+    from portal.app import create_app as build
 
     return build(config)

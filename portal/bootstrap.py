@@ -19,13 +19,13 @@ from portal.adapters.sql.audit import AuditLog, ErasureRequests
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tenants import Tenants
-from portal.administration import Administration
 from portal.config import Config, ConfigError
-from portal.memory import MemoryService, Options
-from portal.memory.ports import LLM, Embedder
-from portal.memory.rules import load_rules
-from portal.memory.types import Place
-from portal.support import Support
+from portal.domain.options import LLM, Embedder, Options
+from portal.domain.rules import load_rules
+from portal.domain.types import Place
+from portal.services.administration import Administration
+from portal.services.memories import MemoryService
+from portal.services.support import Support
 
 
 @dataclass

@@ -69,7 +69,7 @@ class PortalServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from portal.web.app import create_app
+        from portal.app import create_app
 
         app = create_app()
         warm_up(app)

@@ -28,7 +28,7 @@ def served(runtime: Any, name: str) -> Iterator[tuple[str, StatusRecorder]]:
     every answer recorded; answers (base URL, recorder) and stops the server afterwards."""
     from werkzeug.serving import BaseWSGIServer, make_server
 
-    from portal.web.app import create_app
+    from portal.app import create_app
 
     # Every test signs in from 127.0.0.1: the sign-in throttle would stop the suite, not a guesser.
     app = create_app(config={"LOGIN_RATE_LIMIT": "1000/minute"}, runtime=runtime)

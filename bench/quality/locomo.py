@@ -53,10 +53,12 @@ if str(ROOT) not in sys.path:  # `python bench/quality/locomo.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
 from portal.adapters.embedders import LocalEmbedder  # noqa: E402
-from portal.memory import InMemoryStore, MemoryService, Options, Place  # noqa: E402
-from portal.memory.store import Filters, Store  # noqa: E402
-from portal.memory.text import words_key  # noqa: E402
-from portal.memory.types import Embedding, Saved  # noqa: E402
+from portal.adapters.memory.store import InMemoryStore  # noqa: E402
+from portal.domain.options import Options  # noqa: E402
+from portal.domain.text import words_key  # noqa: E402
+from portal.domain.types import Embedding, Place, Saved  # noqa: E402
+from portal.ports import Filters, Store  # noqa: E402
+from portal.services.memories import MemoryService  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

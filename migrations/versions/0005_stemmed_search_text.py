@@ -17,7 +17,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from alembic import op
 
-from portal.memory.text import search_text, words
+from portal.domain.text import search_text, words
 
 revision = "0005"
 down_revision = "0004"

@@ -8,7 +8,7 @@
   are read through the place index), and its pages kept an erased memory's words until VACUUM.
 - Idempotency receipts completed before this revision held whole answers, memory text included;
   they are redacted now (a replay answers `{"redacted": true}`). From here on a receipt holds no
-  words (see `portal.memory.idempotency`).
+  words (see `portal.services.idempotency`).
 
 Revision ID: 0008
 Revises: 0007

@@ -1,7 +1,7 @@
 """Embedders the service can be handed: a local sentence-transformers model, an OpenAI-compatible
 `/embeddings` endpoint, or none at all.
 
-Both satisfy `portal.memory.ports.Embedder`. Neither does any work at import or construction time
+Both satisfy `portal.domain.options.Embedder`. Neither does any work at import or construction time
 beyond building an HTTP client: the local model loads on the first call to `embed`, so starting the
 app (or running a CLI command that never embeds) stays fast. Error messages carry codes and counts,
 never the texts being embedded.
@@ -23,7 +23,7 @@ import httpx
 import numpy as np
 
 if TYPE_CHECKING:
-    from portal.memory.ports import Embedder
+    from portal.domain.options import Embedder
 
 log = logging.getLogger("portal.embedder")
 
@@ -117,7 +117,7 @@ class LocalEmbedder:
     def _load_onnx(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from .onnx_model import OnnxSentenceModel, plain_model
+        from portal.adapters.onnx_model import OnnxSentenceModel, plain_model
 
         path = Path(self._path())
         try:

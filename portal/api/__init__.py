@@ -11,8 +11,8 @@ from flask import Blueprint, Flask, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
-from . import memories, meta, people, problems, tools
-from .registry import Api
+from portal.api import memories, meta, people, problems, tools
+from portal.api.registry import Api
 
 PREFIX = "/api/v1"
 
@@ -31,9 +31,8 @@ def build_api() -> tuple[Blueprint, Api]:
 def init_app(app: Flask) -> Api:
     """Register the API blueprint, its rate limit, metrics and CSRF exemption."""
     from portal.adapters.sql.api_keys import ApiKeys
-
-    from .limits import init_limits
-    from .metrics import init_metrics
+    from portal.api.limits import init_limits
+    from portal.api.metrics import init_metrics
 
     bp, api = build_api()
     app.extensions["api_keys"] = ApiKeys(app.extensions["memory_runtime"].engine)

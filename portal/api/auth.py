@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import current_app, g, request
 
-from .problems import ApiProblem
+from portal.api.problems import ApiProblem
 
 
 def authenticate(permission: str | None) -> Any:

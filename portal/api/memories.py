@@ -6,11 +6,9 @@ import re
 
 from flask import current_app, request
 
-from portal.memory import MemoryService, Refused, Source, Undone
-
-from .problems import ApiProblem
-from .registry import Api, Call, Reply
-from .schemas import (
+from portal.api.problems import ApiProblem
+from portal.api.registry import Api, Call, Reply
+from portal.api.schemas import (
     HistoryOut,
     ListQuery,
     MemoryOut,
@@ -22,6 +20,8 @@ from .schemas import (
     UndoOut,
     UpdateIn,
 )
+from portal.domain.types import Refused, Source
+from portal.services.memories import MemoryService, Undone
 
 MEMORY = "/people/<owner_id>/memories/<memory_id>"
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,9})"?\s*$')

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, render_template
 from flask.typing import ResponseReturnValue
 
-from .registry import Api
+from portal.api.registry import Api
 
 
 def register(api: Api, bp: Blueprint, prefix: str) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from portal.memory.audit import AuditNote
-
-from .memories import service
-from .registry import Api, Call, Reply
-from .schemas import (
+from portal.api.memories import service
+from portal.api.registry import Api, Call, Reply
+from portal.api.schemas import (
     ConsolidateIn,
     ConsolidateOut,
     ExportOut,
@@ -24,6 +22,7 @@ from .schemas import (
     SettingsOut,
     UnseenOut,
 )
+from portal.domain.audit import AuditNote
 
 PERSON = "/people/<owner_id>"
 CONSOLIDATE_MAX_BODY = 1024 * 1024

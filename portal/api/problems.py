@@ -12,8 +12,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
-from portal.memory.idempotency import KeyReused, StillRunning
-from portal.memory.types import Conflict, InvalidArgument, InvalidWhere, NotFound
+from portal.domain.types import Conflict, InvalidArgument, InvalidWhere, NotFound
+from portal.services.idempotency import KeyReused, StillRunning
 
 log = logging.getLogger("portal.api")
 
@@ -47,7 +47,7 @@ def problem(status: int, code: str, detail: str | None = None, headers: dict[str
 def http_problem(exc: HTTPException) -> Response:
     """An HTTP error (routing, size, method, rate) as problem+json, with the headers it needs:
     Retry-After on 429 (when the limit lets the caller in again), Allow on 405."""
-    from .limits import seconds_until_reset
+    from portal.api.limits import seconds_until_reset
 
     status = exc.code or 500
     headers: dict[str, str] = {}

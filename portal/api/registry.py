@@ -17,12 +17,11 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from portal.api.problems import ApiProblem, problem
+from portal.api.schemas import Problem, Redacted
+from portal.domain.types import Place
 from portal.inputs import BadJson, is_valid_id, is_valid_text, load_json
-from portal.memory.idempotency import Answer, check_key, once, request_hash
-from portal.memory.types import Place
-
-from .problems import ApiProblem, problem
-from .schemas import Problem, Redacted
+from portal.services.idempotency import Answer, check_key, once, request_hash
 
 JSON = "application/json"
 MAX_BODY = 64 * 1024
@@ -120,7 +119,7 @@ class Api:
     # ------------------------------------------------------------------ serving
 
     def _serve(self, route: Route, path: dict[str, str]) -> Response:
-        from .auth import authenticate
+        from portal.api.auth import authenticate
 
         g.api_route = route.name
         check_path(path)
@@ -295,7 +294,7 @@ class Api:
 
 
 def parse_json(raw: str | bytes) -> Any:
-    """A request's JSON, by `portal.memory.inputs.load_json`'s rules, or a 400 with its code."""
+    """A request's JSON, by `portal.inputs.load_json`'s rules, or a 400 with its code."""
     try:
         return load_json(raw)
     except BadJson as exc:

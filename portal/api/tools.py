@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from portal.memory.tools import run_tool, tool_schemas
-
-from .memories import service
-from .problems import ApiProblem
-from .registry import Api, Call, Reply, parse_json
-from .schemas import ToolCallIn, ToolOut, ToolResultOut
+from portal.api.memories import service
+from portal.api.problems import ApiProblem
+from portal.api.registry import Api, Call, Reply, parse_json
+from portal.api.schemas import ToolCallIn, ToolOut, ToolResultOut
+from portal.services.tools import run_tool, tool_schemas
 
 READ_ONLY = {"recall"}
 

@@ -16,7 +16,7 @@ a dataclass with aware datetimes; every error is an `ApiError` with the API's st
 
 from __future__ import annotations
 
-from .errors import (
+from portal.client.errors import (
     ApiError,
     BadRequest,
     Conflict,
@@ -29,8 +29,8 @@ from .errors import (
     Refused,
     Unauthorized,
 )
-from .memory_client import MemoryClient
-from .models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, Source
+from portal.client.memory_client import MemoryClient
+from portal.client.models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, Source
 
 __all__ = [
     "ApiError", "BadRequest", "Conflict", "ConsolidationResult", "Export", "Forbidden", "Hit", "InvalidId", "Memory",

@@ -11,10 +11,20 @@ from urllib.parse import quote
 
 import httpx
 
+from portal.client.errors import ApiError, InvalidId, Redacted, error_of
+from portal.client.models import (
+    ConsolidationResult,
+    Export,
+    Hit,
+    Memory,
+    Page,
+    Portrait,
+    PurgeCounts,
+    Revision,
+    Saved,
+    parse_time,
+)
 from portal.inputs import is_valid_id
-
-from .errors import ApiError, InvalidId, Redacted, error_of
-from .models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, parse_time
 
 API_PREFIX = "/api/v1"
 Transcript = str | Sequence[Mapping[str, Any]]

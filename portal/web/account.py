@@ -10,11 +10,10 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
-from portal.memory.audit import AuditNote
-
-from .memories import context, service
-from .render import is_htmx
-from .spreadsheet import csv_download
+from portal.domain.audit import AuditNote
+from portal.web.memories import context, service
+from portal.web.render import is_htmx
+from portal.web.spreadsheet import csv_download
 
 bp = Blueprint("account", __name__, url_prefix="/account")
 CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin", "channel", "state", "created_at",

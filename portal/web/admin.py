@@ -8,11 +8,10 @@ from flask_babel import gettext as _
 from flask_login import current_user
 
 from portal.adapters.sql.api_keys import PERMISSIONS
-from portal.administration import Administration
-from portal.memory import NotFound
-from portal.support import Refusal
-
-from .security import N_, roles_required
+from portal.domain.types import NotFound
+from portal.services.administration import Administration
+from portal.services.support import Refusal
+from portal.web.security import N_, roles_required
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 admin_only = roles_required("admin")

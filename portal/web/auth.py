@@ -9,8 +9,8 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_required, login_user, logout_user
 
-from .security import rotate_csrf_token, safe_next
-from .throttle import DEVICE_COOKIE, DEVICE_DAYS, throttle
+from portal.web.security import rotate_csrf_token, safe_next
+from portal.web.throttle import DEVICE_COOKIE, DEVICE_DAYS, throttle
 
 bp = Blueprint("auth", __name__)
 

@@ -20,7 +20,7 @@ def healthz() -> ResponseReturnValue:
 def readyz() -> ResponseReturnValue:
     """Ready when the database answers and the schema is migrated."""
     from portal.adapters.sql.migrate import current_revision, head_revision
-    from portal.web.app import runtime_of
+    from portal.app import runtime_of
 
     engine = runtime_of(current_app).engine
     try:

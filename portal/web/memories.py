@@ -14,11 +14,10 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_required
 
-from portal.catalog import message
-from portal.memory import InvalidArgument, MemoryService, NotFound, Refused, Saved, Source, Undone
-from portal.memory.types import Memory
-
-from .render import is_htmx, page_or_fragment
+from portal.domain.catalog import message
+from portal.domain.types import InvalidArgument, Memory, NotFound, Refused, Saved, Source
+from portal.services.memories import MemoryService, Undone
+from portal.web.render import is_htmx, page_or_fragment
 
 bp = Blueprint("memories", __name__)
 PAGE = 25

@@ -79,7 +79,7 @@ def init_security(app: Flask) -> None:
 
     @app.before_request
     def refuse_unkeepable_input() -> ResponseReturnValue | None:
-        """One rule for text at the edge (portal.memory.inputs): a query string or a form holding a
+        """One rule for text at the edge (portal.inputs): a query string or a form holding a
         NUL or a lone surrogate is a 400 before any view runs (the JSON API checks its own)."""
         if request.path.startswith("/api/"):
             return None

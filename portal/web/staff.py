@@ -1,6 +1,6 @@
 """Support staff console: find a person, access and erasure requests, the audit log.
 
-Thin shells over `portal.support.Support`; role checks are server-side on every route (staff and
+Thin shells over `portal.services.support.Support`; role checks are server-side on every route (staff and
 admins only; anyone else, or anything of another tenant, is "not found").
 """
 
@@ -14,11 +14,10 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 
-from portal.memory import NotFound
-from portal.support import BREAK_GLASS_REASONS, Refusal, Support
-
-from .security import N_, roles_required
-from .spreadsheet import csv_download
+from portal.domain.types import NotFound
+from portal.services.support import BREAK_GLASS_REASONS, Refusal, Support
+from portal.web.security import N_, roles_required
+from portal.web.spreadsheet import csv_download
 
 bp = Blueprint("staff", __name__, url_prefix="/staff")
 staff_only = roles_required("staff", "admin")

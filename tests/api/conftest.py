@@ -25,12 +25,12 @@ from werkzeug.serving import make_server
 from portal.adapters.sql.api_keys import PERMISSIONS, ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
+from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.client import MemoryClient
 from portal.config import load_config
-from portal.memory import Place
-from portal.memory.store import Filters
-from portal.web.app import create_app
+from portal.domain.types import Place
+from portal.ports import Filters
 
 from ..status import StatusRecorder
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from portal.client import NotFound, Refused
-from portal.memory import Place
+from portal.domain.types import Place
 
 from .conftest import World
 

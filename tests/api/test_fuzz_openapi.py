@@ -32,12 +32,12 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.api_keys import PERMISSIONS, ApiKeys
 from portal.adapters.sql.engine import make_engine
+from portal.app import create_app
 from portal.bootstrap import build_runtime
 from portal.config import load_config
-from portal.memory.ports import new_id
-from portal.memory.tools import TOOL_NAMES
-from portal.memory.types import Place
-from portal.web.app import create_app
+from portal.domain.options import new_id
+from portal.domain.types import Place
+from portal.services.tools import TOOL_NAMES
 
 DOC = "/api/v1/openapi.json"
 OWNER = "ada"

@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from portal.adapters.llm import OpenAICompatibleLLM
 from portal.client import ApiError, MemoryClient, Redacted, Saved
-from portal.memory import Place
+from portal.domain.types import Place
 
 from ..fakes.llm_server import FakeLLMServer
 from .conftest import API, World, serving

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from portal.client import MemoryClient, NotFound
-from portal.memory import Place
+from portal.domain.types import Place
 
 from .conftest import World
 

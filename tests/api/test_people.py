@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from portal.client import Forbidden, NotFound
-from portal.memory import Place
+from portal.domain.types import Place
 
 from .conftest import World
 

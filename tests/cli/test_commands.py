@@ -18,7 +18,8 @@ from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import head_revision
 from portal.adapters.sql.store import SqlStore
-from portal.memory import MemoryService, Place
+from portal.domain.types import Place
+from portal.services.memories import MemoryService
 
 BIN = Path(sys.executable).parent / "memory-portal"
 

@@ -21,8 +21,9 @@ from portal.adapters.sql.tables import idempotency_receipts, memories, memory_re
 from portal.bootstrap import Runtime, build_runtime
 from portal.cli import main
 from portal.config import load_config
-from portal.memory import MemoryService, Place, Refused, Saved
-from portal.memory.idempotency import Answer, once
+from portal.domain.types import Place, Refused, Saved
+from portal.services.idempotency import Answer, once
+from portal.services.memories import MemoryService
 
 BIN = Path(sys.executable).parent / "memory-portal"
 HERE = Place("ada", "tenant-1")

@@ -7,9 +7,9 @@ from itertools import count
 
 import pytest
 
-from portal.memory import InMemoryStore
-from portal.memory.contract import StoreContract
-from portal.memory.store import Store
+from portal.adapters.memory.store import InMemoryStore
+from portal.contract import StoreContract
+from portal.ports import Store
 
 
 class TestInMemoryStore(StoreContract):

@@ -31,7 +31,7 @@ from sqlalchemy.exc import OperationalError
 from portal.adapters.embedders import OpenAIEmbedder
 from portal.adapters.llm import OpenAICompatibleLLM
 from portal.adapters.sql.engine import make_engine
-from portal.memory import Place
+from portal.domain.types import Place
 
 from ..api.conftest import World, build_world
 from ..fakes.llm_server import FakeLLMServer, Reply

@@ -14,7 +14,8 @@ from portal.adapters.cipher import CipherError, FernetCipher, generate_key
 from portal.adapters.sql.rotation import RotationCounts, rotate_keys, rows_to_visit
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memories
-from portal.memory import MemoryService, Place, Saved
+from portal.domain.types import Place, Saved
+from portal.services.memories import MemoryService
 
 HERE = Place("ada", "tenant-1")
 TEXTS = ["Likes green tea", "Lives in Lyon", "Works as a nurse", "Plays the cello", "Keeps bees"]

@@ -32,8 +32,8 @@ from sqlalchemy.engine import make_url
 
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
-from portal.memory import Place
-from portal.memory.store import Filters
+from portal.domain.types import Place
+from portal.ports import Filters
 from portal.serve import threads_per_worker
 
 pytestmark = pytest.mark.postgres

@@ -30,7 +30,7 @@ from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
 from portal.cli import DEMO_LEARNT, DEMO_MEMORIES
 from portal.config import load_config
-from portal.memory import Place, Saved, Source
+from portal.domain.types import Place, Saved, Source
 
 from ..status import StatusRecorder, served
 

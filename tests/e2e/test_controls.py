@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import Dialog, Page, expect
 
-from portal.memory import Refused, Saved
+from portal.domain.types import Refused, Saved
 
 from ..screenshots import screenshot
 from .conftest import CAT, OTHER_TEXT, TEA, LiveServer, Person, editing_row, open_editor, row, sign_in

@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import ConsoleMessage, Dialog, Page, expect
 
-from portal.memory import Saved
+from portal.domain.types import Saved
 
 from .conftest import CAT, OTHER_TEXT, XSS_TEXT, LiveServer, Person, editing_row, open_editor, row
 

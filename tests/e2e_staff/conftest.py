@@ -25,7 +25,7 @@ from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
-from portal.memory import Saved, Source
+from portal.domain.types import Saved, Source
 
 from ..status import StatusRecorder, served
 

@@ -10,8 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 from portal.adapters.llm import OpenAICompatibleLLM
-from portal.memory import InMemoryStore, MemoryService, Options, Place, Saved, pattern_rule
-from portal.memory.memstore import _Tx
+from portal.adapters.memory.store import InMemoryStore, _Tx
+from portal.domain.options import Options
+from portal.domain.rules import pattern_rule
+from portal.domain.types import Place, Saved
+from portal.services.memories import MemoryService
 
 from ..fakes.llm_server import FakeLLMServer, Reply
 

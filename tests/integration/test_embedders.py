@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from portal.adapters.embedders import EmbedderError, LocalEmbedder, OpenAIEmbedder, build_embedder
-from portal.memory.ports import Embedder
+from portal.domain.options import Embedder
 
 PRIVATE = "my neighbour Jana's diagnosis is private"
 

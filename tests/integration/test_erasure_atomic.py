@@ -14,8 +14,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from portal.adapters.sql.store import SqlStore
-from portal.memory import MemoryService, Place
-from portal.memory.audit import AuditNote
+from portal.domain.audit import AuditNote
+from portal.domain.types import Place
+from portal.services.memories import MemoryService
 
 HERE = Place("ada", "tenant-a")
 

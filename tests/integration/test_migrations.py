@@ -92,9 +92,9 @@ def check_0005_rewrites_search_text_as_terms(engine: Engine) -> None:
 
     from portal.adapters.sql.store import SqlStore
     from portal.adapters.sql.tables import memories
-    from portal.memory import Place
-    from portal.memory.store import Filters
-    from portal.memory.text import search_text, words
+    from portal.domain.text import search_text, words
+    from portal.domain.types import Place
+    from portal.ports import Filters
 
     upgrade(engine, "0004")
     now = datetime(2026, 1, 1, tzinfo=UTC)

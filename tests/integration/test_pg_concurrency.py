@@ -15,7 +15,9 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
-from portal.memory import Filters, MemoryService, Place, Refused, Saved
+from portal.domain.types import Place, Refused, Saved
+from portal.ports import Filters
+from portal.services.memories import MemoryService
 
 HERE = Place("owner-a", "scope-1")
 THREADS = 8

@@ -19,9 +19,11 @@ from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.janitor import settle_all
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memory_places
-from portal.memory import Filters, MemoryService, Options, Place, Saved
-from portal.memory.recall_index import Entry, PlaceIndex, RecallCache
-from portal.memory.types import Embedding
+from portal.domain.options import Options
+from portal.domain.recall.index import Entry, PlaceIndex, RecallCache
+from portal.domain.types import Embedding, Place, Saved
+from portal.ports import Filters
+from portal.services.memories import MemoryService
 
 from ..fakes.embedders import HashEmbedder
 
@@ -415,8 +417,8 @@ def test_index_memory_estimate_covers_an_index_read_from_the_database(engine: En
     import gc
     import tracemalloc
 
-    from portal.memory.text import words_key
-    from portal.memory.types import Memory
+    from portal.domain.text import words_key
+    from portal.domain.types import Memory
 
     store = SqlStore(engine)
     rng = np.random.default_rng(1)

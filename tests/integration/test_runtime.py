@@ -13,7 +13,7 @@ from portal.adapters.cipher import FernetCipher
 from portal.adapters.sql.tables import memories, memory_revisions
 from portal.bootstrap import build_runtime
 from portal.config import ConfigError, load_config
-from portal.memory import Place, Saved
+from portal.domain.types import Place, Saved
 
 
 class WordsEmbedder:

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import idempotency_receipts, memories, memory_revisions
-from portal.memory.contract import StoreContract
+from portal.contract import StoreContract
 
 
 class TestSqliteStore(StoreContract):

@@ -9,7 +9,9 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memories
-from portal.memory import MemoryService, Options, Place
+from portal.domain.options import Options
+from portal.domain.types import Place
+from portal.services.memories import MemoryService
 
 M = memories.c
 

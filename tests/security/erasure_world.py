@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from werkzeug.test import TestResponse
 
-from portal.memory import text as text_module
-from portal.memory.types import Place
+from portal.domain import text as text_module
+from portal.domain.types import Place
 
 from ..api.conftest import API, World
 from ..fakes.llm_server import FakeLLMServer
@@ -251,7 +251,7 @@ def shown(label: str, answer: TestResponse) -> bytes:
 
 
 def stemmer_keeps(word: str) -> bool:
-    """Whether the process-wide stemming in portal.memory.text still holds `word`.
+    """Whether the process-wide stemming in portal.domain.text still holds `word`.
 
     A functools cache cannot list its keys, but it can be asked about one: stemming the word once
     more is a cache hit exactly when the word was kept. (Stemming it adds it, so each word is

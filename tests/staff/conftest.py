@@ -32,11 +32,10 @@ from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.tables import api_keys, audit_log, erasure_requests, memories, tenants, users
 from portal.adapters.sql.tenants import Tenant
+from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
-from portal.memory import Saved, Source
-from portal.memory.types import Memory, Place
-from portal.web.app import create_app
+from portal.domain.types import Memory, Place, Saved, Source
 
 PASSWORD = "correct horse battery"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from portal.memory import Place
+from portal.domain.types import Place
 
 from .conftest import PASSWORD, Console, main_html, page_text
 

@@ -17,8 +17,7 @@ from sqlalchemy import func, inspect, select, text
 from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.tables import OWNER_TABLES, audit_log, erasure_requests, metadata
-from portal.memory import Place, Source
-from portal.memory.types import Receipt
+from portal.domain.types import Place, Receipt, Source
 
 from .conftest import A1_WORDS, Console, build_console, open_console, page_text, request_id_from
 

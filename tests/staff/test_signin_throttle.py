@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from portal.adapters.sql.counters import rate_limit_counters
-from portal.web.app import create_app
+from portal.app import create_app
 
 from .conftest import PASSWORD, Console
 

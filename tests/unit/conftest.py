@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from portal.memory import InMemoryStore, MemoryService, Place
+from portal.adapters.memory.store import InMemoryStore
+from portal.domain.types import Place
+from portal.services.memories import MemoryService
 
 from ..fakes.embedders import HashEmbedder
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from portal import catalog
-from portal.catalog import CATALOGS, OUTCOME_CODES, REFUSAL_CODES, languages, message, resolve_language
+from portal.domain import catalog
+from portal.domain.catalog import CATALOGS, OUTCOME_CODES, REFUSAL_CODES, languages, message, resolve_language
 
 SERVICE_REFUSALS = (
     "empty", "too_long", "invalid_kind", "kind_not_allowed", "other_person", "paused", "not_found", "conflict",
@@ -54,10 +54,11 @@ def test_codes_listed_by_the_module_cover_the_service_and_tools():
 
 def test_the_service_refusal_codes_are_all_in_the_catalog():
     """Every `Refused("...")` and `InvalidArgument("...")` code the service layer can answer has a text."""
-    import portal.memory as memory
+    import portal.domain as domain
+    import portal.services as services
 
     found: set[str] = set()
-    for path in Path(memory.__file__).parent.glob("*.py"):
+    for path in [*Path(services.__file__).parent.glob("*.py"), *Path(domain.__file__).parent.rglob("*.py")]:
         source = path.read_text(encoding="utf-8")
         found.update(re.findall(r'(?:Refused|InvalidArgument)\("([a-z_]+)"', source))
         found.update(re.findall(r'_refuse\(result, "([a-z_]+)"\)', source))

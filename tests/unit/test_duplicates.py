@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.memory import Options
+from portal.domain.options import Options
 
 from .conftest import ConstantEmbedder, FailingEmbedder, HashEmbedder, active_texts, remember_ok
 

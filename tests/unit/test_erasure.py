@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from portal.memory import Memory, NotFound, Place
-from portal.memory.types import Receipt
+from portal.domain.types import Memory, NotFound, Place, Receipt
 
 from .conftest import START, remember_ok
 
@@ -99,9 +98,9 @@ def test_a_replayed_id_through_the_service_does_not_bring_it_back(make_service, 
 
 
 def test_forget_leaves_no_receipt_able_to_replay_its_text(service, store, place):
-    """Receipts never hold words (portal.memory.idempotency): after a forget, a replay that named
+    """Receipts never hold words (portal.services.idempotency): after a forget, a replay that named
     the memory is redacted, one that named another memory still answers it."""
-    from portal.memory.idempotency import REDACTED, Answer, once
+    from portal.services.idempotency import REDACTED, Answer, once
 
     gone = remember_ok(service, place, "Has a therapist appointment on Monday")
     kept = remember_ok(service, place, "Likes tea")
@@ -183,7 +182,7 @@ def test_purge_owner_of_nobody_answers_zero_counts(service, place):
 
 
 def test_export_has_every_memory_with_its_revisions_and_the_settings(make_service, place):
-    from portal.memory import Options
+    from portal.domain.options import Options
 
     service = make_service(options=Options(max_active=1))
     a = remember_ok(service, place, "Lives in Lyon", kind="fact", importance=4)

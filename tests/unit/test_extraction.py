@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from portal.memory.extraction import Extraction, ProposedCorrection, ProposedFact, read_extraction
+from portal.domain.extraction import Extraction, ProposedCorrection, ProposedFact, read_extraction
 
 MODEST = settings(max_examples=200, deadline=None)
 

@@ -11,9 +11,11 @@ from datetime import timedelta
 
 import pytest
 
-from portal.memory import InMemoryStore, MemoryService, Options, Place
-from portal.memory.idempotency import PENDING, Answer, StillRunning, once
-from portal.memory.types import Receipt
+from portal.adapters.memory.store import InMemoryStore
+from portal.domain.options import Options
+from portal.domain.types import Place, Receipt
+from portal.services.idempotency import PENDING, Answer, StillRunning, once
+from portal.services.memories import MemoryService
 
 from .conftest import FakeClock
 

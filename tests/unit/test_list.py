@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from portal.memory import InvalidArgument, Options
+from portal.domain.options import Options
+from portal.domain.types import InvalidArgument
 
 from .conftest import FakeClock, remember_ok
 

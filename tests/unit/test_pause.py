@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.memory import NotFound
+from portal.domain.types import NotFound
 
 from .conftest import remember_ok
 

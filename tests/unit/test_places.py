@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.memory import InvalidWhere, NotFound, Place
+from portal.domain.types import InvalidWhere, NotFound, Place
 
 from .conftest import remember_ok
 

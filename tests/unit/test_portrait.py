@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from portal.memory import InvalidArgument
+from portal.domain.types import InvalidArgument
 
 from .conftest import remember_ok
 
@@ -128,7 +128,7 @@ def test_masked_applies_the_mask(make_service, place):
 
 
 def test_archived_memories_are_not_in_the_portrait(make_service, place):
-    from portal.memory import Options
+    from portal.domain.options import Options
 
     service = make_service(options=Options(max_active=1))
     first = remember_ok(service, place, "Is allergic to peanuts", importance=5)

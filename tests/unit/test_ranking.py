@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from portal.memory import Options
-from portal.memory.ranking import bm25_top, fuse, fuse_scores
-from portal.memory.text import query_terms, search_text, terms, words_key
+from portal.domain.options import Options
+from portal.domain.recall.ranking import bm25_top, fuse, fuse_scores
+from portal.domain.text import query_terms, search_text, terms, words_key
 
 from .conftest import remember_ok
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from portal.memory import InvalidArgument
+from portal.domain.types import InvalidArgument
 
 from .conftest import FailingEmbedder, remember_ok
 

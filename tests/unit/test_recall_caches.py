@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import random
 
-from portal.memory import MemoryService, Options, Place
-from portal.memory.ranking import WordIndex, bag, words_top
-from portal.memory.text import terms
+from portal.domain.options import Options
+from portal.domain.recall.ranking import WordIndex, bag, words_top
+from portal.domain.text import terms
+from portal.domain.types import Place
+from portal.services.memories import MemoryService
 
 from .conftest import remember_ok
 
@@ -80,7 +82,7 @@ def test_archived_memories_leave_the_cached_rankings(make_service, place: Place)
 
 
 def test_after_a_forget_recall_scores_as_if_the_memory_had_never_been_kept(make_service, place: Place):
-    from portal.memory import InMemoryStore
+    from portal.adapters.memory.store import InMemoryStore
 
     kept, gone = TEXTS[:6], TEXTS[6:9]
     before: MemoryService = make_service(store=InMemoryStore())

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from portal.memory import Kinds, Options, Refused, load_rules, pattern_rule
+from portal.domain.options import Options
+from portal.domain.rules import Kinds, load_rules, pattern_rule
+from portal.domain.types import Refused
 
 from .conftest import active_texts, remember_ok
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.memory import Options
+from portal.domain.options import Options
 
 from .conftest import FailingEmbedder, active_texts, remember_ok
 

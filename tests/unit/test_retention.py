@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from portal.memory import Options, Refused
-from portal.memory.idempotency import Answer, once
-from portal.memory.retention import PruneCounts
-from portal.memory.types import Receipt
+from portal.domain.options import Options
+from portal.domain.types import Receipt, Refused
+from portal.services.idempotency import Answer, once
+from portal.services.retention import PruneCounts
 
 from .conftest import remember_ok
 

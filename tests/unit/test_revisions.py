@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from portal.memory import NotFound, Refused, Source, Undone
+from portal.domain.types import NotFound, Refused, Source
+from portal.services.memories import Undone
 
 from .conftest import remember_ok
 

@@ -10,10 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from portal.catalog import message
-from portal.memory import InMemoryStore, InvalidWhere, Kinds, MemoryService, NotFound, Options, Place, pattern_rule
-from portal.memory.rules import DEFAULT_KINDS
-from portal.memory.tools import RECALL_MAX, TOOL_NAMES, run_tool, tool_schemas
+from portal.adapters.memory.store import InMemoryStore
+from portal.domain.catalog import message
+from portal.domain.options import Options
+from portal.domain.rules import DEFAULT_KINDS, Kinds, pattern_rule
+from portal.domain.types import InvalidWhere, NotFound, Place
+from portal.services.memories import MemoryService
+from portal.services.tools import RECALL_MAX, TOOL_NAMES, run_tool, tool_schemas
 
 from .conftest import FakeClock, HashEmbedder, remember_ok
 

@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
-from portal.memory import InMemoryStore, MemoryService, Place
-from portal.memory import text as text_module
-from portal.memory.audit import AuditNote
-from portal.memory.idempotency import REDACTED, Answer, content_free, once
-from portal.memory.recall_index import PlaceIndex, RecallCache
-from portal.memory.tools import run_tool
+from portal.adapters.memory.store import InMemoryStore
+from portal.domain import text as text_module
+from portal.domain.audit import AuditNote
+from portal.domain.recall.index import PlaceIndex, RecallCache
+from portal.domain.types import Place
+from portal.services.idempotency import REDACTED, Answer, content_free, once
+from portal.services.memories import MemoryService
+from portal.services.tools import run_tool
 
 from .conftest import remember_ok
 

@@ -26,11 +26,10 @@ from werkzeug.test import TestResponse
 from portal.adapters.sql.accounts import User
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
+from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
-from portal.memory import Saved, Source
-from portal.memory.types import Memory
-from portal.web.app import create_app
+from portal.domain.types import Memory, Saved, Source
 
 PASSWORD = "correct horse battery"
 HX = {"HX-Request": "true"}

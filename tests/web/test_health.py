@@ -6,9 +6,9 @@ from pathlib import Path
 
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
+from portal.app import create_app
 from portal.bootstrap import build_runtime
 from portal.config import load_config
-from portal.web.app import create_app
 
 
 def app_on(tmp_path: Path, migrate: bool):  # type: ignore[no-untyped-def]

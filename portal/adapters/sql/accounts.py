@@ -17,12 +17,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import RowMapping
 
+from portal.adapters.sql.binding import Bind, reading, writing
+from portal.adapters.sql.tables import tenants, users
+from portal.domain.options import new_id, utc_now
+from portal.domain.types import Place
 from portal.inputs import is_valid_id
-from portal.memory.ports import new_id, utc_now
-from portal.memory.types import Place
-
-from .binding import Bind, reading, writing
-from .tables import tenants, users
 
 ROLES = ("member", "staff", "admin")
 LANGUAGES = ("en", "fr")

@@ -20,9 +20,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import insert, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 
-from portal.memory.ports import new_id, utc_now
-
-from .tables import api_keys, tenants
+from portal.adapters.sql.tables import api_keys, tenants
+from portal.domain.options import new_id, utc_now
 
 PERMISSIONS = ("memories:read", "memories:write", "consolidate", "erasure")
 

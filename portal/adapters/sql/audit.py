@@ -10,11 +10,10 @@ from datetime import datetime
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import RowMapping
 
-from portal.memory.audit import AuditEntry
-from portal.memory.ports import new_id, utc_now
-
-from .binding import Bind, reading, writing
-from .tables import audit_log, erasure_requests
+from portal.adapters.sql.binding import Bind, reading, writing
+from portal.adapters.sql.tables import audit_log, erasure_requests
+from portal.domain.audit import AuditEntry
+from portal.domain.options import new_id, utc_now
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError
 
-from .engine import make_engine
+from portal.adapters.sql.engine import make_engine
 
 # Not in the product's metadata: on SQLite the table is in a file of its own (created here), on
 # PostgreSQL migration 0009 makes it UNLOGGED, which SQLAlchemy's DDL cannot say.

@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from .vector_extension import require_supported
+from portal.adapters.sql.vector_extension import require_supported
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "migrations"
 

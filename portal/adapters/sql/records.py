@@ -13,23 +13,22 @@ from sqlalchemy import and_, delete, insert, literal, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from portal.memory.audit import AuditEntry
-from portal.memory.store import Settings
-from portal.memory.types import Place, PurgeCounts, Receipt
-
-from .audit import AuditLog
-from .statements import PAUSED, TOMBSTONED, now
-from .tables import (
+from portal.adapters.sql.audit import AuditLog
+from portal.adapters.sql.statements import PAUSED, TOMBSTONED, now
+from portal.adapters.sql.tables import (
     consolidation_refs,
     idempotency_receipts,
     memories,
     memory_settings,
     memory_tombstones,
 )
-from .uow import purge
+from portal.adapters.sql.uow import purge
+from portal.domain.audit import AuditEntry
+from portal.domain.types import Place, PurgeCounts, Receipt
+from portal.ports import Settings
 
 if TYPE_CHECKING:
-    from .store import SqlStore
+    from portal.adapters.sql.store import SqlStore
 
 
 class PlaceRecords:

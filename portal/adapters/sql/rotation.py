@@ -19,10 +19,9 @@ from typing import Any, Protocol
 
 from sqlalchemy import Column, Table, and_, func, select, tuple_, update
 
-from portal.memory.text import words_key
-
-from .store import SqlStore
-from .tables import idempotency_receipts, memories, memory_revisions
+from portal.adapters.sql.store import SqlStore
+from portal.adapters.sql.tables import idempotency_receipts, memories, memory_revisions
+from portal.domain.text import words_key
 
 
 class RotatingCipher(Protocol):

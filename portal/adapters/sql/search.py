@@ -5,7 +5,7 @@ the place's blobs and scans them with numpy. Both select rows through the (owner
 index first and only ever compare vectors of the query's model and size.
 
 Words: `search_text` holds each memory's ranking terms (folded, stemmed words: see
-`portal.memory.text`), and nothing else does: there is no full-text index, so no second copy of a
+`portal.domain.text`), and nothing else does: there is no full-text index, so no second copy of a
 person's words that an erasure would leave behind (an FTS5 delete only adds a tombstone; a GIN
 index keeps its entries until VACUUM). Both databases read the place's terms through the place
 index (see `place_terms_ranking`) and BM25 scores them in process with the place's own statistics
@@ -21,15 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import Float, LargeBinary, func, select, type_coerce
 
-from portal.memory.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
-from portal.memory.store import Filters
-from portal.memory.text import query_terms
-from portal.memory.types import Embedding
-
-from .tables import VectorType, memories
+from portal.adapters.sql.tables import VectorType, memories
+from portal.domain.recall.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
+from portal.domain.text import query_terms
+from portal.domain.types import Embedding
+from portal.ports import Filters
 
 if TYPE_CHECKING:
-    from .transaction import SqlTx
+    from portal.adapters.sql.transaction import SqlTx
 
 M = memories.c
 

@@ -26,15 +26,14 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.elements import ColumnElement
 
-from portal.memory.types import Source
-
-from .tables import (
+from portal.adapters.sql.tables import (
     memories,
     memory_places,
     memory_revisions,
     memory_settings,
     memory_tombstones,
 )
+from portal.domain.types import Source
 
 M = memories.c
 R = memory_revisions.c
@@ -134,6 +133,6 @@ def sources_of(raw: str) -> tuple[Source, ...]:
 
 
 def now() -> datetime:
-    from portal.memory.ports import utc_now
+    from portal.domain.options import utc_now
 
     return utc_now()

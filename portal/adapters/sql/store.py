@@ -31,21 +31,20 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
-from portal.memory.audit import AuditEntry
-from portal.memory.recall_index import RecallCache
-from portal.memory.store import NeedsVector
-from portal.memory.types import Embedding, Memory, Place, PurgeCounts
-
-from .audit import AuditLog
-from .engine import CHECKPOINT_FIRST_WAIT_MS, checkpoint, is_postgres, lock_place, vacuum_owner_tables
-from .janitor import Janitor
-from .tables import (
+from portal.adapters.sql.audit import AuditLog
+from portal.adapters.sql.engine import CHECKPOINT_FIRST_WAIT_MS, checkpoint, is_postgres, lock_place, vacuum_owner_tables
+from portal.adapters.sql.janitor import Janitor
+from portal.adapters.sql.tables import (
     idempotency_receipts,
     memories,
     memory_revisions,
 )
-from .transaction import SqlTx
-from .uow import SqlUnitOfWork
+from portal.adapters.sql.transaction import SqlTx
+from portal.adapters.sql.uow import SqlUnitOfWork
+from portal.domain.audit import AuditEntry
+from portal.domain.recall.index import RecallCache
+from portal.domain.types import Embedding, Memory, Place, PurgeCounts
+from portal.ports import NeedsVector
 
 M = memories.c
 R = memory_revisions.c

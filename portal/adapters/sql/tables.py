@@ -198,7 +198,7 @@ memory_tombstones = Table(
 # One row per place holding memories: a random token replaced by every write that changes what
 # recall ranks (which memories are active, their text, kind, time or vector). A process keeps a
 # place's ranking data between recalls while the token stays the same (see
-# `portal.memory.recall_index`); random rather than counted, so a place erased and written
+# `portal.domain.recall.index`); random rather than counted, so a place erased and written
 # again never comes back to a token some process still holds. A migration that rewrites memories
 # (their search_text, say) must replace every token.
 memory_places = Table(

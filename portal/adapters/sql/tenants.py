@@ -11,11 +11,10 @@ from sqlalchemy import insert, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
+from portal.adapters.sql.tables import tenants
+from portal.domain.options import new_id, utc_now
+from portal.domain.types import Place
 from portal.inputs import is_valid_text
-from portal.memory.ports import new_id, utc_now
-from portal.memory.types import Place
-
-from .tables import tenants
 
 AI_SWITCH_TTL = 5.0
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .engine import make_engine
-from .vector_extension import probe
+from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.vector_extension import probe
 
 
 @contextmanager

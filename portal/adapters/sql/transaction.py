@@ -22,16 +22,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, RootTransaction, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
-from portal.memory.ranking import bag, words_top
-from portal.memory.recall_index import Entry, PlaceIndex
-from portal.memory.store import Cursor, Filters
-from portal.memory.text import search_text, terms
-from portal.memory.types import Embedding, Memory, Place, Revision
-
-from .engine import place_lock_key
-from .records import PlaceRecords
-from .search import mean_vector, nearest_rows, words_ranking
-from .statements import (
+from portal.adapters.sql.engine import place_lock_key
+from portal.adapters.sql.records import PlaceRecords
+from portal.adapters.sql.search import mean_vector, nearest_rows, words_ranking
+from portal.adapters.sql.statements import (
     FIND_WORDS,
     GET,
     GET_MANY,
@@ -46,20 +40,25 @@ from .statements import (
     sources_json,
     sources_of,
 )
-from .tables import (
+from portal.adapters.sql.tables import (
     memories,
     memory_revisions,
 )
+from portal.domain.recall.index import Entry, PlaceIndex
+from portal.domain.recall.ranking import bag, words_top
+from portal.domain.text import search_text, terms
+from portal.domain.types import Embedding, Memory, Place, Revision
+from portal.ports import Cursor, Filters
 
 if TYPE_CHECKING:
-    from .store import SqlStore
+    from portal.adapters.sql.store import SqlStore
 
 M = memories.c
 R = memory_revisions.c
 
 
 class SqlTx(PlaceRecords):
-    """One transaction on one place (see `portal.memory.store.StoreTx`)."""
+    """One transaction on one place (see `portal.ports.StoreTx`)."""
 
     def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place, writable: bool = False) -> None:
         self.store = store

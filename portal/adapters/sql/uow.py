@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection, RootTransaction
 
-from portal.memory.audit import AuditEntry
-from portal.memory.types import PurgeCounts
-
-from .accounts import Accounts
-from .audit import AuditLog, ErasureRequests
-from .engine import lock_place
-from .tables import OWNER_TABLES, memories
+from portal.adapters.sql.accounts import Accounts
+from portal.adapters.sql.audit import AuditLog, ErasureRequests
+from portal.adapters.sql.engine import lock_place
+from portal.adapters.sql.tables import OWNER_TABLES, memories
+from portal.domain.audit import AuditEntry
+from portal.domain.types import PurgeCounts
 
 if TYPE_CHECKING:
-    from .store import SqlStore
+    from portal.adapters.sql.store import SqlStore
 
 
 class SqlUnitOfWork:

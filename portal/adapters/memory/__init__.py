@@ -1,0 +1,1 @@
+"""The in-memory reference store: what every other store must behave like."""

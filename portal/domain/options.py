@@ -1,0 +1,119 @@
+"""The small protocols the service is handed besides the store, and its tunable options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+from uuid import uuid4
+
+import numpy as np
+
+from portal.domain.rules import Kinds, Rule
+from portal.domain.types import Place
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors, batched. Answers (vectors of shape (n, dim), model id)."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]: ...
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model: answers the prompt under the system message, as text. May raise on failure."""
+
+    def complete(self, system: str, prompt: str) -> str: ...
+
+
+class Clock(Protocol):
+    def __call__(self) -> datetime: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid4().hex
+
+
+@dataclass
+class Options:
+    """Everything about the service's behaviour that a deployment may tune."""
+
+    kinds: Kinds = field(default_factory=Kinds)
+    rules: Sequence[Rule] = ()
+    max_text_length: int = 500
+    max_active: int | None = 1000
+    trim_above: int | None = None
+    duplicate_threshold: float = 0.92
+    on_duplicate: str = "replace"
+    min_similarity: float | None = None
+    # How recall fuses its two rankings: "relative" scales each ranking's scores to [0, 1] and adds
+    # them by weight; "rrf" adds weighted reciprocal ranks (k = 60). The weights (words a little
+    # over meaning) were tuned on the LoCoMo dev set with all-MiniLM-L6-v2: docs/benchmarks.md.
+    fusion: str = "relative"
+    vector_weight: float = 0.45
+    lexical_weight: float = 0.55
+    # The meaning ranking takes this share of the mean direction of the memories searched out of
+    # the query (0: plain cosine), then moves the query toward the `feedback_memories` first fused
+    # hits by `feedback_weight` and ranks by meaning once more (0 memories: no second pass).
+    meaning_centering: float = 0.7
+    feedback_memories: int = 3
+    feedback_weight: float = 0.3
+    portrait_max_length: int = 1200
+    portrait_min_importance: int = 4
+    default_importance: int = 3
+    trusted_tools: tuple[str, ...] = ()
+    transcript_max: int = 40000
+    transcript_keep: str = "start"
+    known_max: int = 60
+    prompts: dict[str, str] = field(default_factory=dict)
+    # How long a pending idempotent request or a claimed conversation holds its key before a retry
+    # may take it over; the request renews it every third of that while it runs.
+    lease_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.on_duplicate not in ("replace", "reinforce", "keep"):
+            raise ValueError("on_duplicate is 'replace', 'reinforce' or 'keep'")
+        if self.fusion not in ("relative", "rrf"):
+            raise ValueError("fusion is 'relative' or 'rrf'")
+        if self.vector_weight < 0 or self.lexical_weight < 0:
+            raise ValueError("fusion weights are not negative")
+        if not 0.0 <= self.meaning_centering <= 1.0:
+            raise ValueError("meaning_centering is in [0, 1]")
+        if self.feedback_memories < 0 or self.feedback_weight < 0:
+            raise ValueError("feedback_memories and feedback_weight are not negative")
+        if self.max_text_length < 1:
+            raise ValueError("max_text_length must be positive")
+        if self.transcript_keep not in ("start", "end"):
+            raise ValueError("transcript_keep is 'start' or 'end'")
+        if not 0.0 < self.duplicate_threshold <= 1.0:
+            raise ValueError("duplicate_threshold is in (0, 1]")
+        if self.lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
+
+    @property
+    def trim_threshold(self) -> int | None:
+        """Above how many active memories trimming starts (None: no cap)."""
+        if not self.max_active:
+            return None
+        return max(self.trim_above or self.max_active, self.max_active)
+
+
+NamesOf = Callable[[Place], Sequence[str]]
+Mask = Callable[[str, Place], str]
+AiSwitch = Callable[[Place], bool]
+
+
+def no_names(place: Place) -> Sequence[str]:
+    return ()
+
+
+def always_on(place: Place) -> bool:
+    return True

@@ -1,0 +1,345 @@
+"""A place's ranking data held in process between writes, for stores that keep memories elsewhere.
+
+Recall ranks all of a person's active memories by meaning and by words. A database store would
+read every one of them again (their vectors and terms) for each recall; a `PlaceIndex` holds what
+ranking needs of them instead — ids, kinds, creation times, ranking terms and vectors, never the
+text — tagged with the token the store had for the place when it read them. The store checks that
+token (one small read) and reads the memories again only when a write has replaced it.
+
+`RecallCache` keeps the indexes of one process: least recently used first out past a size in
+bytes, and none kept longer than `idle_seconds` after its last use. A place erased here is dropped
+at once (`drop_owner`); one erased by another process is dropped here at its next use (its token
+is gone) or, at the latest, `idle_seconds` after its last use, by a sweeper thread.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from portal.domain.recall.ranking import Bag, WordIndex, bag, cosine_top, row_norms, words_top
+from portal.domain.types import Embedding, Place
+from portal.ports import Filters
+
+log = logging.getLogger("portal.memory")
+
+# What a memory costs in an index beyond its vector: its id, its terms and their counts, kind,
+# time and postings (measured with tracemalloc on indexes read from a database, terms interned:
+# about 1,200 bytes for a sentence of ten words).
+ENTRY_OVERHEAD = 1600
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One active memory as ranking sees it."""
+
+    id: str
+    kind: str
+    created_at: datetime
+    terms: Sequence[str]
+    embedding: Embedding | None
+
+
+class PlaceIndex:
+    """The ranking view of one place's active memories as of one token. Answers the store's
+    `nearest`, `mean_vector`, `search_words` and `embeddings` as the store itself would, for
+    filters on kind and creation time (`serves`)."""
+
+    __slots__ = (
+        "token", "nbytes", "_ids", "_kind_of", "_created_at", "_kinds", "_created", "_terms", "_bags", "_words",
+        "_spaces", "_means", "_embeddings", "_known",
+    )
+
+    def __init__(self, token: str, entries: Sequence[Entry]) -> None:
+        ordered = sorted(entries, key=lambda e: e.id)
+        self.token = token
+        self._ids = [e.id for e in ordered]
+        # What only some queries need is made on first use (a store ranking by meaning alone, as a
+        # duplicate check on a write does, never pays for the rest): the kinds and times as arrays
+        # for filters, the terms counted into bags for the word search, the vectors by id.
+        self._kind_of = [e.kind for e in ordered]
+        self._created_at = [e.created_at for e in ordered]
+        self._kinds: np.ndarray | None = None
+        self._created: np.ndarray | None = None
+        self._terms = [e.terms for e in ordered]
+        self._bags: list[Bag] | None = None
+        self._words: WordIndex | None = None
+        self._embeddings: dict[str, Embedding] | None = None
+        self._known: frozenset[str] | None = None
+        # Per model and size: the positions (into _ids) of the memories with such a vector, their
+        # ids, the vectors as one matrix and the vectors' lengths.
+        grouped: dict[tuple[str, int], list[int]] = {}
+        for position, e in enumerate(ordered):
+            if e.embedding is not None:
+                grouped.setdefault((e.embedding.model, e.embedding.dim), []).append(position)
+        self._spaces: dict[tuple[str, int], tuple[np.ndarray, list[str], np.ndarray, np.ndarray]] = {}
+        for key, positions in grouped.items():
+            matrix = np.stack([ordered[p].embedding.vector for p in positions]).astype(np.float32, copy=False)  # type: ignore[union-attr]
+            self._spaces[key] = (np.array(positions), [self._ids[p] for p in positions], matrix, row_norms(matrix))
+        self._means: dict[tuple[str, int], np.ndarray] = {}
+        self.nbytes = sum(space[2].nbytes for space in self._spaces.values()) + ENTRY_OVERHEAD * len(ordered)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @staticmethod
+    def serves(filters: Filters) -> bool:
+        """Whether these filters can be answered here: active memories, by kind and time (with its
+        zone: a naive time is left to the store, which refuses it) only."""
+        naive = any(t is not None and t.tzinfo is None for t in (filters.created_after, filters.created_before))
+        return (
+            filters.state == "active" and filters.channel is None and filters.seen is None
+            and filters.pinned is None and not naive
+        )
+
+    def _passing(self, filters: Filters) -> np.ndarray | None:
+        """Which memories pass the filters (a boolean mask over _ids), None when all do."""
+        if filters.kinds is None and filters.created_after is None and filters.created_before is None:
+            return None
+        if self._kinds is None or self._created is None:
+            self._kinds = np.array(self._kind_of, dtype=object)
+            self._created = np.array([t.timestamp() for t in self._created_at], dtype=np.float64)
+        mask = np.ones(len(self._ids), dtype=bool)
+        if filters.kinds is not None:
+            mask &= np.isin(self._kinds, list(filters.kinds))
+        if filters.created_after is not None:
+            mask &= self._created > filters.created_after.timestamp()
+        if filters.created_before is not None:
+            mask &= self._created < filters.created_before.timestamp()
+        return mask
+
+    def _space(self, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+        space = self._spaces.get((model, dim))
+        if space is None:
+            return None
+        positions, ids, matrix, norms = space
+        mask = self._passing(filters)
+        if mask is None:
+            return ids, matrix, norms
+        keep = np.flatnonzero(mask[positions])
+        return [ids[i] for i in keep], matrix[keep], norms[keep]
+
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        space = self._space(query.model, query.dim, filters)
+        if space is None:
+            return []
+        ids, matrix, norms = space
+        return cosine_top(query.vector, ids, matrix, limit, norms=norms)
+
+    def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        unfiltered = self._passing(filters) is None
+        if unfiltered and (model, dim) in self._means:
+            return self._means[(model, dim)]
+        space = self._space(model, dim, filters)
+        if space is None or not len(space[0]):
+            return None
+        _, matrix, norms = space
+        mean = (matrix / norms[:, None]).mean(axis=0).astype(np.float32)
+        if unfiltered:
+            self._means[(model, dim)] = mean
+        return mean
+
+    def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        if self._bags is None:
+            self._bags = [bag(i, list(t)) for i, t in zip(self._ids, self._terms, strict=True)]
+        mask = self._passing(filters)
+        if mask is None:
+            if self._words is None:
+                self._words = WordIndex(self._bags)
+            return self._words.top(query, limit)
+        return words_top(query, [b for b, keep in zip(self._bags, mask, strict=True) if keep], limit)
+
+    def embeddings(self, ids: Sequence[str]) -> tuple[dict[str, Embedding], builtins.list[str]]:
+        """The vectors of these memories, and the ids it does not know (not active here)."""
+        if self._embeddings is None or self._known is None:
+            # Views of the matrices' rows: each vector is held once.
+            self._embeddings = {
+                ids_[row]: Embedding(model, matrix[row])
+                for (model, _), (_, ids_, matrix, _) in self._spaces.items() for row in range(len(ids_))
+            }
+            self._known = frozenset(self._ids)
+        found = {i: e for i in ids if (e := self._embeddings.get(i)) is not None}
+        return found, [i for i in ids if i not in found and i not in self._known]
+
+
+class Ticket:
+    """A reader's claim to cache what it is about to read of a place: void once the place was
+    forgotten or its owner erased in this process after the claim was taken (see RecallCache.put)."""
+
+    __slots__ = ("place", "valid")
+
+    def __init__(self, place: Place) -> None:
+        self.place = place
+        self.valid = True
+
+
+class RecallCache:
+    """The place indexes of one process, bounded in bytes and in idle time; thread-safe.
+
+    A reader takes a `ticket` before it reads the place's token and memories, and hands it to
+    `put`: a write or an erasure of the place in this process meanwhile voids it, so a recall that
+    read a place just before it was erased never puts the erased data back after the erasure
+    dropped it. (Other processes see the token change at their next touch of the place.)"""
+
+    def __init__(
+        self, max_bytes: int, idle_seconds: float = 300.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Place, tuple[PlaceIndex, float]] = OrderedDict()
+        self._readers: set[Ticket] = set()
+        self._bytes = 0
+        self.hits = 0
+        self.misses = 0
+        _SWEEPER.watch(self)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def get(self, place: Place, token: str) -> PlaceIndex | None:
+        """The place's index if it was read at this token; an index of another token is dropped."""
+        with self._lock:
+            found = self._entries.get(place)
+            if found is None or found[0].token != token:
+                if found is not None:
+                    self._remove(place)
+                self.misses += 1
+                return None
+            self._entries[place] = (found[0], self._clock())
+            self._entries.move_to_end(place)
+            self.hits += 1
+            return found[0]
+
+    def ticket(self, place: Place) -> Ticket:
+        """Claim the right to cache what is about to be read of `place` (see the class docstring)."""
+        ticket = Ticket(place)
+        with self._lock:
+            self._readers.add(ticket)
+        return ticket
+
+    def release(self, ticket: Ticket) -> None:
+        with self._lock:
+            self._readers.discard(ticket)
+
+    def put(self, place: Place, index: PlaceIndex, ticket: Ticket | None = None) -> None:
+        """Keep the place's index; with a `ticket`, only if nothing voided it since it was taken."""
+        with self._lock:
+            if ticket is not None:
+                self._readers.discard(ticket)
+                if not ticket.valid:
+                    return
+            if index.nbytes > self.max_bytes:
+                return
+            if place in self._entries:
+                self._remove(place)
+            self._entries[place] = (index, self._clock())
+            self._bytes += index.nbytes
+            while self._bytes > self.max_bytes:
+                self._remove(next(iter(self._entries)))
+
+    def forget(self, place: Place) -> None:
+        """Drop the place's index, and void the tickets of readers of it still running."""
+        with self._lock:
+            for ticket in self._readers:
+                if ticket.place == place:
+                    ticket.valid = False
+            if place in self._entries:
+                self._remove(place)
+
+    def drop_owner(self, owner_id: str) -> None:
+        """Drop every index of this person (their erasure in this process), and void the tickets
+        of readers of their places still running."""
+        with self._lock:
+            for ticket in self._readers:
+                if ticket.place.owner_id == owner_id:
+                    ticket.valid = False
+            for place in [p for p in self._entries if p.owner_id == owner_id]:
+                self._remove(place)
+
+    def sweep(self) -> int:
+        """Drop the indexes not used for `idle_seconds`; answers how many."""
+        cutoff = self._clock() - self.idle_seconds
+        with self._lock:
+            stale = [p for p, (_, used) in self._entries.items() if used <= cutoff]
+            for place in stale:
+                self._remove(place)
+        return len(stale)
+
+    def clear(self) -> None:
+        with self._lock:
+            for ticket in self._readers:
+                ticket.valid = False
+            self._entries.clear()
+            self._bytes = 0
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: a fresh lock (the parent's may have been held by a thread the child
+        does not have) and nothing kept (the parent's data is the parent's)."""
+        self._lock = threading.Lock()
+        self._entries = OrderedDict()
+        self._readers = set()
+        self._bytes = 0
+
+    def _remove(self, place: Place) -> None:
+        index, _ = self._entries.pop(place)
+        self._bytes -= index.nbytes
+
+
+class _Sweeper:
+    """One daemon thread per process sweeping every live cache; started on first use, and again
+    in a forked child (a worker of a server that made its caches before forking), whose caches
+    start empty: a child keeps no thread of its parent, and may have copied a lock held."""
+
+    def __init__(self, every: float = 15.0) -> None:
+        self.every = every
+        self._caches: weakref.WeakSet[RecallCache] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+
+    def watch(self, cache: RecallCache) -> None:
+        with self._lock:
+            self._caches.add(cache)
+            self._start()
+
+    def _start(self) -> None:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            threading.Thread(target=self._run, name="recall-cache-sweeper", daemon=True).start()
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+        for cache in list(self._caches):
+            cache.reset_after_fork()
+        if len(self._caches):
+            self._start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.every)
+            with self._lock:
+                caches = list(self._caches)
+            for cache in caches:
+                try:
+                    cache.sweep()
+                except Exception:  # one failure must not end sweeping for good
+                    log.exception("recall cache sweep failed")
+
+
+_SWEEPER = _Sweeper()
+os.register_at_fork(after_in_child=_SWEEPER.after_fork)

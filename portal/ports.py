@@ -1,0 +1,213 @@
+"""The Store protocol: the narrow, place-bound storage the service is handed.
+
+A store opens one transaction per service operation: `write(place)` takes the place's lock (in
+process, `BEGIN IMMEDIATE` on SQLite, `pg_advisory_xact_lock` on PostgreSQL) and `read(place)`
+reads a consistent snapshot. Every call on a transaction is bound to its place, so a memory of
+another owner or scope is simply not there. Only `purge_owner` crosses scopes, on purpose.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from portal.domain.audit import AuditEntry
+from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Narrowing shared by list, recall and the vector and word searches."""
+
+    state: str | None = "active"
+    kinds: tuple[str, ...] | None = None
+    channel: str | None = None
+    seen: bool | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    pinned: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Keyset position: the listing continues strictly after (older than) this memory."""
+
+    created_at: datetime
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsVector:
+    """A memory that `reindex` should embed: no vector, or one of another model."""
+
+    place: Place
+    id: str
+    revision: int
+    text: str
+    updated_at: datetime
+
+
+@runtime_checkable
+class StoreTx(Protocol):
+    """One transaction on one place. `commit()` keeps the changes; leaving without it rolls back."""
+
+    place: Place
+
+    def commit(self) -> None: ...
+
+    # reading
+    def get(self, memory_id: str) -> Memory | None:
+        """The memory with this id in this place; None for any other id, including values that could
+        never be an id (wrong type, a NUL, a lone surrogate): callers pass ids from URLs and JSON."""
+        ...
+    def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]: ...
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]: ...
+    def count(self, state: str = "active") -> int: ...
+    def find_words(self, words_key: str) -> Memory | None: ...
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]: ...
+    def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        """The mean of the unit-length vectors of this model and size among the memories passing
+        the filters (float32, not itself unit length); None when no memory has such a vector."""
+        ...
+    def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        """BM25 of the query's terms over the place's memories passing the filters, best first (a
+        fragment match when no term is found); see `portal.domain.recall.ranking.words_top`."""
+        ...
+    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+        """The vectors of those of these memories (in any state) that have one, by id."""
+        ...
+    def history(self, memory_id: str) -> builtins.list[Revision]: ...
+    def trim_candidates(self, count: int) -> builtins.list[str]: ...
+
+    # writing
+    def insert(self, memory: Memory) -> int:
+        """Add a new memory; answers how many active memories the place holds now (in the same query)."""
+        ...
+    def save(self, memory: Memory, expected_revision: int) -> bool: ...
+    def push_revision(self, revision: Revision) -> None: ...
+    def pop_revision(self, memory_id: str) -> Revision | None: ...
+    def remove(self, ids: Sequence[str]) -> tuple[int, int]: ...
+    def remove_all(self) -> tuple[int, int]: ...
+    def purge(self) -> PurgeCounts:
+        """Erase everything this place holds: memories, revisions, settings, consolidation refs,
+        idempotency receipts and tombstones; nothing that names the owner stays in the place."""
+        ...
+    def set_state(self, ids: Sequence[str], state: str) -> int: ...
+    def mark_used(self, ids: Sequence[str], at: datetime) -> int: ...
+    def mark_seen(self, ids: Sequence[str]) -> int: ...
+
+    # tombstones
+    def tombstone(self, ids: Sequence[str], at: datetime) -> None: ...
+    def is_tombstoned(self, memory_id: str) -> bool: ...
+
+    # settings and consolidation refs
+    def settings(self) -> Settings: ...
+    def set_settings(self, settings: Settings) -> None: ...
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
+        """Claim a conversation ref: True when it was free, or `running` under a lease that ran out
+        before `at` (a worker that died holding it: taken over). With `lease_until` the claim is
+        `running`, held by `holder` until then (see renew_ref, finish_ref); without, it is `done`."""
+        ...
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
+        """Extend a running claim this holder still has."""
+        ...
+    def finish_ref(self, ref: str, holder: str) -> bool:
+        """The conversation was learnt: the claim is `done` for good (if this holder still has it)."""
+        ...
+    def holds_ref(self, ref: str, holder: str) -> bool:
+        """Whether `holder` still holds a running claim of `ref` (an erasure takes claims away)."""
+        ...
+    def release_ref(self, ref: str) -> bool: ...
+
+    # idempotency receipts
+    def get_receipt(self, key: str) -> Receipt | None: ...
+    def put_receipt(self, receipt: Receipt) -> bool:
+        """Store a receipt unless one holds this key already (then False, nothing written)."""
+        ...
+
+    def finish_receipt(self, key: str, status: int, response: dict[str, Any] | None, memory_ids: Sequence[str],
+                       holder: str | None = None) -> bool:
+        """Complete a pending receipt (status 0) with the answer it stands for (only if `holder`,
+        when given, still holds it)."""
+        ...
+
+    def drop_receipt(self, key: str, holder: str | None = None) -> bool: ...
+    def lease_receipt(self, key: str, lease_until: datetime, expired_before: datetime | None = None,
+                      holder: str | None = None) -> bool:
+        """Hold a pending receipt until `lease_until`. Renewing (no `expired_before`): only while
+        `holder` still holds it. Taking over (`expired_before`): only a lease that had run out by
+        then (or none), which `holder` then holds."""
+        ...
+
+    # the audit trail, in the same unit of work as the change it records
+    def record(self, entry: AuditEntry) -> None: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Storage for memories. `searches_text` is False when text is kept out of the database's reach
+    (a cipher), so lexical ranking must happen in process; `words_secret` keys the duplicate hash."""
+
+    searches_text: bool
+    words_secret: bytes | None
+
+    def write(self, place: Place) -> AbstractContextManager[StoreTx]: ...
+    def read(self, place: Place, snapshot: bool = True) -> AbstractContextManager[StoreTx]:
+        """A consistent snapshot of the place; `snapshot=False` lets a store skip that guarantee
+        (each read may see writes committed since the one before) where it costs round trips."""
+        ...
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+        """Mark the active ones of these memories used at `at` and answer them as they are now
+        (in `ids` order, with the new use time); unknown, archived or other people's ids are
+        skipped. A transaction of its own, which may skip the place's write lock and the wait for
+        durability: a use time is a hint (for the cap and the portrait's order), and a write racing
+        it, or a crash losing it, costs nothing that matters."""
+        ...
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
+        """Erase everything of this owner: in every scope, or only in `scopes` when given; `record`
+        (its counts filled in) is written in the same transaction."""
+        ...
+    def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]: ...
+    def set_embedding(
+        self, place: Place, memory_id: str, revision: int, updated_at: datetime, embedding: Embedding
+    ) -> bool:
+        """Store a vector only if the memory is still the one that was embedded (same revision and
+        write time), so a vector computed for old text never lands on new text."""
+        ...
+    def places(self) -> Iterator[Place]: ...
+    def audit_trail(self) -> builtins.list[AuditEntry]:
+        """Every audit entry written through this store's transactions, oldest first."""
+        ...
+
+    # retention (maintenance across places; see MemoryService.prune)
+    def prune_history(self, older_than: datetime) -> int:
+        """Delete, in every place, earlier wordings written before `older_than` whose replacement
+        (the next revision kept, or the memory as it is now) was written before it too. A memory's
+        current text is never touched, and the wording a recent change replaced stays, so that change
+        can still be undone. Answers how many revisions were deleted."""
+        ...
+    def prune_receipts(self, older_than: datetime) -> int:
+        """Delete, in every place, completed idempotency receipts created before `older_than`; a
+        pending one (its request may still be running) stays. Answers how many were deleted."""
+        ...
+    def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        """Up to `limit` archived memories, in every place, neither written nor used since
+        `older_than` (`updated_at` and `last_used_at` both before it), as (place, id) in id order.
+        Reads only: the service erases them under each place's write lock."""
+        ...
+
+
+def as_vector(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """A contiguous float32 vector, the one form every store keeps."""
+    return np.ascontiguousarray(np.asarray(values, dtype=np.float32).reshape(-1))

@@ -1,0 +1,118 @@
+"""Retention: how long earlier wordings, idempotency receipts and archived memories are kept.
+
+A mixin of MemoryService (`memory-portal prune` calls it, typically from a daily cron job). The
+store deletes old history and receipts in bulk; archived memories are erased here, place by place,
+the way `forget` erases, so the two paths cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from portal.domain.types import Place
+
+if TYPE_CHECKING:
+    from portal.domain.options import Clock
+    from portal.ports import Store
+
+log = logging.getLogger("portal.memory")
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCounts:
+    """What `prune` deleted, every place together."""
+
+    revisions: int = 0
+    receipts: int = 0
+    memories: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"revisions": self.revisions, "receipts": self.receipts, "memories": self.memories}
+
+
+class Retention:
+    store: Store
+    clock: Clock
+
+    def prune(
+        self,
+        history_older_than: timedelta | None = None,
+        receipts_older_than: timedelta | None = None,
+        archived_older_than: timedelta | None = None,
+        progress: Callable[[int], None] | None = None,
+        batch: int = 200,
+    ) -> PruneCounts:
+        """Apply the retention periods, in every place; a period left None leaves that data alone.
+
+        Guarantees:
+        - History: an earlier wording is deleted once it, and the wording that replaced it, are
+          older than `history_older_than`. A memory's current text is never touched, and the last
+          change of a memory changed within the period can still be undone.
+        - Receipts: completed idempotency receipts older than `receipts_older_than` are deleted (a
+          retry with such a key then runs as a new request). A pending receipt, whose request may
+          still be running, stays.
+        - Archived memories neither written nor used within `archived_older_than` are erased as
+          `forget` erases: every revision and vector goes (a receipt's replay naming one is redacted),
+          and a content-free tombstone keeps a replayed write from bringing them back.
+          Each place changes under its own write lock; a memory made active again meanwhile stays.
+        Periods must be positive. Safe to run again or to stop half way: each batch commits alone.
+        `progress` is told how many rows each step deleted. Logs carry counts only.
+        """
+        for name, period in (
+            ("history_older_than", history_older_than),
+            ("receipts_older_than", receipts_older_than),
+            ("archived_older_than", archived_older_than),
+        ):
+            if period is not None and period <= timedelta(0):
+                raise ValueError(f"{name} must be a positive period")
+        now = self.clock()
+        memories = revisions = receipts = 0
+        if archived_older_than is not None:
+            memories, revisions = self._erase_archived(now - archived_older_than, now, progress, batch)
+        if history_older_than is not None:
+            pruned = self.store.prune_history(now - history_older_than)
+            revisions += pruned
+            if progress:
+                progress(pruned)
+        if receipts_older_than is not None:
+            receipts = self.store.prune_receipts(now - receipts_older_than)
+            if progress:
+                progress(receipts)
+        counts = PruneCounts(revisions=revisions, receipts=receipts, memories=memories)
+        log.info("memory.prune memories=%d revisions=%d receipts=%d", memories, revisions, receipts)
+        return counts
+
+    def _erase_archived(
+        self, cutoff: datetime, now: datetime, progress: Callable[[int], None] | None, batch: int
+    ) -> tuple[int, int]:
+        memories = revisions = 0
+        looked_at: set[tuple[Place, str]] = set()
+        while True:
+            # Ids kept back (made active meanwhile) are skipped, so asking past them finds the rest.
+            found = [c for c in self.store.archived_before(cutoff, batch + len(looked_at)) if c not in looked_at][:batch]
+            if not found:
+                return memories, revisions
+            looked_at.update(found)
+            by_place: dict[Place, list[str]] = {}
+            for place, memory_id in found:
+                by_place.setdefault(place, []).append(memory_id)
+            for place, ids in by_place.items():
+                with self.store.write(place) as tx:
+                    doomed = [
+                        m.id for m in tx.get_many(ids)
+                        if m.state == "archived" and m.updated_at < cutoff
+                        and (m.last_used_at is None or m.last_used_at < cutoff)
+                    ]
+                    if not doomed:
+                        continue
+                    removed, history = tx.remove(doomed)
+                    tx.tombstone(doomed, now)
+                    tx.commit()
+                memories += removed
+                revisions += history
+                if progress:
+                    progress(removed + history)

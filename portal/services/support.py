@@ -1,0 +1,243 @@
+"""Support staff and admins: finding people, access and erasure requests, the audit trail.
+
+Framework-free, like the memory service: the staff views are thin shells over `Support`. Every
+rule lives here once: staff see only their tenant (anyone else's person is "not found"), memory
+text is shown only through a recorded break-glass reason, and every action leaves a
+content-free audit entry (ids, codes, counts, ticket references — never a person's words).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from portal.adapters.sql.accounts import Accounts, User
+from portal.adapters.sql.audit import AuditEntry, AuditLog, ErasureRequest, ErasureRequests
+from portal.adapters.sql.tenants import Tenants
+from portal.adapters.sql.uow import SqlUnitOfWork
+from portal.domain.options import utc_now
+from portal.domain.types import Memory, NotFound, Place
+from portal.services.memories import MemoryService
+
+DEADLINE = timedelta(days=30)  # GDPR: one month to answer a request
+NEAR_DEADLINE = timedelta(days=7)
+BREAK_GLASS_REASONS = ("access_request", "rectification_request", "complaint", "legal_obligation")
+
+
+class Refusal(Exception):
+    """A refused staff action, with a stable code (the view turns it into words)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class PersonSummary:
+    user: User
+    total: int
+    by_kind: dict[str, int]
+    paused: bool
+    last_activity: datetime | None
+    open_requests: list[ErasureRequest]
+
+
+@dataclass(frozen=True)
+class RequestView:
+    request: ErasureRequest
+    age_days: int
+    due: datetime
+    near_deadline: bool
+
+
+class Support:
+    def __init__(self, service: MemoryService, accounts: Accounts, tenants: Tenants, audit: AuditLog,
+                 erasures: ErasureRequests, unit: Callable[[], AbstractContextManager[SqlUnitOfWork]],
+                 erasure_scope: str = "tenant") -> None:
+        self.service = service
+        self.accounts = accounts
+        self.tenants = tenants
+        self.audit = audit
+        self.erasures = erasures
+        self.unit = unit
+        self.erasure_scope = erasure_scope
+
+    # ------------------------------------------------------------------ who sees what
+
+    @staticmethod
+    def scopes(actor: User) -> list[str] | None:
+        """The tenants an actor may see: all for admins (None), their own for staff."""
+        if actor.role == "admin":
+            return None
+        if actor.role == "staff":
+            return [actor.tenant_id]
+        raise NotFound()
+
+    def _person(self, actor: User, user_id: str) -> User:
+        """The person `actor` may act for. Staff act for the people (members) of their own tenant
+        only: a colleague or an admin is "not found" to them, so staff cannot open, export or erase
+        another staff member's or an admin's account. Admins act for anyone."""
+        person = self.accounts.get(user_id)
+        if person is None or not self._may_see(actor, person):
+            raise NotFound()
+        return person
+
+    def _may_see(self, actor: User, person: User) -> bool:
+        scopes = self.scopes(actor)
+        if scopes is None:
+            return True
+        return person.tenant_id in scopes and person.role == "member"
+
+    def _log(self, actor: User, action: str, subject: User | None = None, scope: str | None = None,
+             **extra: Any) -> AuditEntry:
+        return self.audit.record(actor.id, actor.role, action, subject.owner_id if subject else None,
+                                 scope or (subject.tenant_id if subject else actor.tenant_id), **extra)
+
+    # ------------------------------------------------------------------ people
+
+    def find(self, actor: User, query: str) -> list[User]:
+        query = query.strip()[:320]
+        if not query:
+            return []
+        return [p for p in self.accounts.find(query, self.scopes(actor)) if self._may_see(actor, p)]
+
+    def summary(self, actor: User, user_id: str) -> PersonSummary:
+        """Counts by kind, pause state and last activity — no memory text."""
+        person = self._person(actor, user_id)
+        memories = self._all(person.place)
+        moments = [m.last_used_at or m.updated_at for m in memories]
+        if person.last_visit_at:
+            moments.append(person.last_visit_at)
+        return PersonSummary(
+            person, len(memories), dict(Counter(m.kind for m in memories)), self.service.is_paused(person.place),
+            max(moments) if moments else None, self.erasures.open_for(person.owner_id, person.tenant_id),
+        )
+
+    def open_memories(self, actor: User, user_id: str, reason: str, ticket: str | None) -> list[Memory]:
+        """Break glass: the person's memory text, for a recorded reason (audited before it is shown)."""
+        person = self._person(actor, user_id)  # first: someone of another tenant is "not found", reason or not
+        if reason not in BREAK_GLASS_REASONS:
+            raise Refusal("reason_required")
+        memories = self._all(person.place)
+        self._log(actor, "memories.viewed", person, reason_code=reason, ticket=_ticket(ticket),
+                  counts={"memories": len(memories)})
+        return memories
+
+    def export(self, actor: User, user_id: str, ticket: str | None) -> dict[str, Any]:
+        """An access request (art. 15/20): everything kept about the person in their tenant."""
+        person = self._person(actor, user_id)
+        data = self.service.export(person.place)
+        data["account"] = {"email": person.email, "name": person.name, "created_at": person.created_at.isoformat()}
+        self._log(actor, "access.exported", person, ticket=_ticket(ticket), counts={"memories": len(data["memories"])})
+        return data
+
+    def _all(self, place: Place) -> list[Memory]:
+        items: list[Memory] = []
+        cursor = None
+        while True:
+            page = self.service.list(place, state="all", limit=200, cursor=cursor)
+            items.extend(page.items)
+            if not page.next_cursor:
+                return items
+            cursor = page.next_cursor
+
+    # ------------------------------------------------------------------ erasure
+
+    def log_erasure(self, actor: User, user_id: str, ticket: str | None, received_at: datetime | None,
+                    requested_by: str = "staff") -> ErasureRequest:
+        person = self._person(actor, user_id)
+        received = received_at or utc_now()
+        if received > utc_now() + timedelta(days=1):
+            raise Refusal("received_in_future")
+        with self.unit() as uow:  # the request and its audit entry: one transaction
+            request = uow.erasures.open(person.tenant_id, person.owner_id, person.id, _ticket(ticket), received,
+                                        requested_by)
+            uow.audit.record(actor.id, actor.role, "erasure.logged", person.owner_id, person.tenant_id,
+                             ticket=request.ticket)
+            uow.commit()
+        return request
+
+    def person_asks_erasure(self, person: User) -> ErasureRequest:
+        """From the portal: "Ask to delete my account"."""
+        with self.unit() as uow:  # the request and its audit entry: one transaction
+            existing = uow.erasures.open_for(person.owner_id, person.tenant_id)
+            if existing:
+                return existing[0]
+            request = uow.erasures.open(person.tenant_id, person.owner_id, person.id, None, utc_now(), "person")
+            uow.audit.record(person.id, person.role, "erasure.requested", person.owner_id, person.tenant_id)
+            uow.commit()
+        return request
+
+    def requests(self, actor: User) -> list[RequestView]:
+        now = utc_now()
+        views = []
+        for r in self.erasures.all(self.scopes(actor)):
+            subject = self.accounts.get(r.subject_user_id) if r.subject_user_id and actor.role != "admin" else None
+            if subject is not None and not self._may_see(actor, subject):
+                continue  # a colleague's or an admin's own request: admins handle it
+            due = r.received_at + DEADLINE
+            views.append(RequestView(r, (now - r.received_at).days, due, r.state == "open" and due - now <= NEAR_DEADLINE))
+        return views
+
+    def request(self, actor: User, request_id: str) -> ErasureRequest:
+        request = self.erasures.get(request_id)
+        scopes = self.scopes(actor)
+        if request is None or (scopes is not None and request.tenant_id not in scopes):
+            raise NotFound()
+        subject = self.accounts.get(request.subject_user_id) if request.subject_user_id else None
+        if subject is not None and not self._may_see(actor, subject):
+            raise NotFound()  # a staff member's or an admin's own request is for admins
+        return request
+
+    def complete_erasure(self, actor: User, request_id: str, typed: str) -> dict[str, int]:
+        """Erase the person and delete their account, once the staff member has typed the person's
+        e-mail or owner id. The erasure reaches the scopes that are the account's (its tenant's;
+        every scope only when the host configured owner ids unique across tenants, DESIGN §2),
+        never another tenant's namesake. The purge, the account's deletion, the completion of the
+        request (and of the person's other open requests) and their audit entries are one
+        transaction: all of it happens, or none of it."""
+        seen = self.request(actor, request_id)  # someone of another tenant's request is "not found"
+        with self.unit() as uow:
+            # Every open request of the person, locked in id order before anything else: two staff
+            # completing two of them at once then wait for each other instead of deadlocking.
+            locked = {r.id: r for r in uow.erasures.open_for(seen.subject_owner_id, seen.tenant_id, for_update=True)}
+            if request_id not in locked:
+                raise Refusal("already_completed")
+            request = locked[request_id]
+            person = uow.accounts.get(request.subject_user_id) if request.subject_user_id else None
+            if person is not None and not self._may_see(actor, person):
+                raise NotFound()  # staff do not erase a colleague's or an admin's account: admins do
+            expected = {request.subject_owner_id.lower()} | ({person.email.lower()} if person else set())
+            if typed.strip().lower() not in expected:
+                raise Refusal("confirmation_mismatch")
+            scopes = None if self.erasure_scope == "all" else [request.tenant_id]
+            counts = uow.purge_owner(request.subject_owner_id, scopes).to_json()
+            counts["accounts"] = int(uow.accounts.delete(person.id)) if person else 0
+            # Other open requests for the same person (the person asked from the portal and staff
+            # logged one too) are answered by this erasure: left open they would keep the account id
+            # and sit in the list as overdue forever.
+            others = [r for r in locked.values() if r.id != request.id]
+            for done in [request, *others]:
+                uow.erasures.complete(done.id, actor.id, counts)
+                uow.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,
+                                 counts=counts, ticket=done.ticket)
+            uow.commit()
+        return counts
+
+    # ------------------------------------------------------------------ audit
+
+    def audit_entries(self, actor: User, **filters: Any) -> list[AuditEntry]:
+        return self.audit.query(self.scopes(actor), **filters)
+
+
+def _ticket(ticket: str | None) -> str | None:
+    ticket = (ticket or "").strip()
+    if not ticket:
+        return None
+    if len(ticket) > 100 or any(not (c.isalnum() or c in "-_#/.:") for c in ticket):
+        raise Refusal("invalid_ticket")
+    return ticket
