@@ -58,8 +58,8 @@ from bench.common import (
 )
 from portal.adapters.memory.store import InMemoryStore
 from portal.domain.options import Options
-from portal.domain.types import Place, Saved
-from portal.services.memories import MemoryService
+from portal.domain.types import Place, Refused, Saved
+from portal.services.memory_service import MemoryService
 
 SIZES = (100, 1_000, 10_000)
 POOL = 10_000
@@ -118,7 +118,10 @@ def throughput(service: MemoryService, place: Place, texts: list[tuple[str, str]
     started = time.perf_counter()
     if batch is None:
         for text, kind in texts:
-            results.append(service.remember(place, text, kind=kind))
+            try:
+                results.append(service.remember(place, text, kind=kind))
+            except Refused as refused:  # counted, as a refusal, like any other answer
+                results.append(refused)
     else:
         by_kind: dict[str, list[str]] = {}
         for text, kind in texts:

@@ -47,8 +47,8 @@ from bench.common import (
     write_results,
 )
 from portal.domain.options import Options
-from portal.domain.types import Place, Saved
-from portal.services.memories import MemoryService
+from portal.domain.types import Place, Refused, Saved
+from portal.services.memory_service import MemoryService
 
 VENV = Path("/tmp/mem0-venv")
 DRIVER = ROOT / "bench" / "mem0_driver.py"
@@ -106,7 +106,10 @@ def ours(url: str, texts: list[str], qs: list[str], add: bool) -> dict[str, Any]
         t0 = time.perf_counter()
         for text in texts:
             a = time.perf_counter_ns()
-            results.append(service.remember(place, text))
+            try:
+                results.append(service.remember(place, text))
+            except Refused as refused:  # counted, as a refusal, like any other answer
+                results.append(refused)
             samples.append((time.perf_counter_ns() - a) / 1e6)
         elapsed = time.perf_counter() - t0
         kept = sum(1 for r in results if isinstance(r, Saved) and r.replaced_id is None)

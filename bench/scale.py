@@ -48,7 +48,7 @@ from bench.common import (
 from portal.domain.options import Options
 from portal.domain.text import search_text, words_key
 from portal.domain.types import Place
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 PER_PERSON = 1000
 SCOPE = "bench"

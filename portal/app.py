@@ -1,7 +1,9 @@
-"""The Flask application factory: config, runtime (engine, store, service), blueprints, errors.
+"""The composition root: the runtime (engine, stores, services) and the Flask app around it — the
+portal's blueprints, the JSON API, security, throttling and the one error handler per family.
 
 Nothing connects to a database or loads a model at import time; `create_app` wires everything,
-and the embedding model loads on the first request that needs it.
+and the embedding model loads on the first request that needs it. The command line is its own
+shell (portal.cli): `portal.create_app`, the app `flask --app portal` finds, adds its commands.
 """
 
 from __future__ import annotations
@@ -10,9 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
+from portal import api
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config, secret_key_for
+from portal.web import account, admin, auth, errors, health, memories, staff
+from portal.web.render import kind_label
+from portal.web.security import csrf, init_security
+from portal.web.throttle import init_throttle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,82 +45,16 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     app.url_map.merge_slashes = False
     app.extensions["memory_runtime"] = runtime or build_runtime(settings)
     if settings.proxy_hops:
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
         # The client's address as the nearest trusted proxy saw it (the sign-in throttle counts by it).
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.proxy_hops)  # type: ignore[method-assign]
 
-    from portal.web.security import csrf, init_security
-
     init_security(app)
-
-    from portal.web.health import bp as health_bp
-
-    app.register_blueprint(health_bp)
-
-    from portal.api import init_app as init_api
-
-    api_blueprint = init_api(app).blueprint
+    app.register_blueprint(health.bp)
+    api_blueprint = api.init_app(app).blueprint
     csrf.exempt(api_blueprint)  # bearer-token JSON API: no cookies, so no CSRF; nothing else is exempt
-
-    from portal.web import account, admin, auth, memories, staff
-
-    app.register_blueprint(auth.bp)
-    app.register_blueprint(memories.bp)
-    app.register_blueprint(account.bp)
-    app.register_blueprint(staff.bp)
-    app.register_blueprint(admin.bp)
-    from portal.web.throttle import init_throttle
-
+    for blueprint in (auth.bp, memories.bp, account.bp, staff.bp, admin.bp):
+        app.register_blueprint(blueprint)
     init_throttle(app)
     app.jinja_env.globals["kind_label"] = kind_label
-    app.register_error_handler(404, not_found)
-    app.register_error_handler(403, refused)
-    from flask_wtf.csrf import CSRFError
-
-    app.register_error_handler(CSRFError, expired_form)
-
-    from portal.cli import register
-
-    register(app)
+    errors.install(app)
     return app
-
-
-def kind_label(kind: str) -> str:
-    from flask_babel import gettext as _
-
-    labels = {"goal": _("Goal"), "preference": _("Preference"), "fact": _("Fact"), "person": _("Person"),
-              "event": _("Event"), "feeling": _("Feeling")}
-    return labels.get(kind, kind)
-
-
-def not_found(exc: Exception) -> Any:
-    from flask import render_template, request
-
-    from portal.api import PREFIX
-    from portal.api.problems import problem
-
-    if request.path in ("/api", PREFIX) or request.path.startswith("/api/"):
-        return problem(404, "not_found")  # every error under /api/ is problem+json, v1 or not
-    return render_template("errors/404.html"), 404
-
-
-def refused(exc: Exception) -> Any:
-    """403 in the portal: a request from another site (portal.web.security.refuse_other_origins)."""
-    from flask import render_template
-
-    return render_template("errors/403.html"), 403
-
-
-def expired_form(exc: Exception) -> Any:
-    """A form whose CSRF token is missing, expired or from before signing in."""
-    from flask import render_template
-    from flask_babel import gettext as _
-
-    message = _("This form has expired or was not sent from this page. Go back, reload the page and try again.")
-    return render_template("errors/400.html", message=message), 400
-
-
-def runtime_of(app: Flask) -> Runtime:
-    runtime: Runtime = app.extensions["memory_runtime"]
-    return runtime

@@ -15,16 +15,18 @@ from portal.adapters.embedders import build_embedder
 from portal.adapters.llm import build_llm
 from portal.adapters.sql.accounts import Accounts
 from portal.adapters.sql.api_keys import ApiKeys
-from portal.adapters.sql.audit import AuditLog, ErasureRequests
+from portal.adapters.sql.audit import AuditLog
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tenants import Tenants
+from portal.adapters.sql.uow import SqlRecords
 from portal.config import Config, ConfigError
 from portal.domain.options import LLM, Embedder, Options
 from portal.domain.rules import load_rules
 from portal.domain.types import Place
 from portal.services.administration import Administration
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
+from portal.services.people import People
 from portal.services.support import Support
 
 
@@ -33,12 +35,28 @@ class Runtime:
     config: Config
     engine: Engine
     store: SqlStore
-    tenants: Tenants
+    records: SqlRecords
     service: MemoryService
-    accounts: Accounts
-    audit: AuditLog
     support: Support
     administration: Administration
+    people: People
+
+    # the records, for the command line and tests (views and handlers go through the services)
+    @property
+    def tenants(self) -> Tenants:
+        return self.records.tenants
+
+    @property
+    def accounts(self) -> Accounts:
+        return self.records.accounts
+
+    @property
+    def audit(self) -> AuditLog:
+        return self.records.audit
+
+    @property
+    def api_keys(self) -> ApiKeys:
+        return self.records.api_keys
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -83,8 +101,8 @@ def build_runtime(
     store = SqlStore(
         engine, cipher=cipher, cache_bytes=config.recall_cache_mb * 1024 * 1024, cache_idle=config.recall_cache_idle
     )
-    tenants = Tenants(engine)
-    accounts = Accounts(engine)
+    records = SqlRecords(store)
+    tenants, accounts = records.tenants, records.accounts
 
     def ai_enabled(place: Place) -> bool:
         return config.ai_enabled and tenants.ai_enabled(place)
@@ -101,7 +119,5 @@ def build_runtime(
         ai_enabled=ai_enabled,
         names_of=accounts.names_of,
     )
-    audit = AuditLog(engine)
-    support = Support(service, accounts, tenants, audit, ErasureRequests(engine), store.unit, config.erasure_scope)
-    administration = Administration(tenants, accounts, ApiKeys(engine), audit, store.unit)
-    return Runtime(config, engine, store, tenants, service, accounts, audit, support, administration)
+    return Runtime(config, engine, store, records, service, Support(service, records, config.erasure_scope),
+                   Administration(records), People(records))

@@ -12,6 +12,8 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
 from gunicorn.workers.sync import SyncWorker
 
+from portal.app import create_app
+
 log = logging.getLogger("portal.serve")
 
 # What gunicorn itself refuses, before the app sees the request: (status, reason, code). Answered
@@ -69,8 +71,6 @@ class PortalServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from portal.app import create_app
-
         app = create_app()
         warm_up(app)
         return app

@@ -96,7 +96,6 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="hops-"))
     os.environ.update(MEMORY_INSTANCE_PATH=str(folder), MEMORY_EMBEDDER="none", MEMORY_SECRET_KEY="h" * 40)
-    from portal.adapters.sql.api_keys import ApiKeys
     from portal.adapters.sql.migrate import upgrade
     from portal.app import create_app
     from portal.bootstrap import build_runtime
@@ -108,8 +107,8 @@ def main() -> None:
     tenant = runtime.tenants.create("Hops")
     user = runtime.accounts.create("ada@hops.example", "Ada", tenant.id, "member", "correct horse battery")
     saved = runtime.service.remember(Place(user.owner_id, tenant.id), "Lives in Lyon")
-    memory_id = saved.memory.id  # type: ignore[union-attr]
-    _key, token = ApiKeys(runtime.engine).create(tenant.id, ["memories:read"], name="hops")
+    memory_id = saved.memory.id
+    _key, token = runtime.api_keys.create(tenant.id, ["memories:read"], name="hops")
     app = create_app({"TESTING": True, "WTF_CSRF_ENABLED": False}, runtime=runtime)
     web = app.test_client()
     with web.session_transaction() as session:

@@ -58,7 +58,7 @@ from portal.domain.options import Options  # noqa: E402
 from portal.domain.text import words_key  # noqa: E402
 from portal.domain.types import Embedding, Place, Saved  # noqa: E402
 from portal.ports import Filters, Store  # noqa: E402
-from portal.services.memories import MemoryService  # noqa: E402
+from portal.services.memory_service import MemoryService  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

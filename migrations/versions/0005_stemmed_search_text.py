@@ -1,7 +1,7 @@
 """Search text holds ranking terms: folded words reduced to their English stem.
 
 The word ranking now meets "painted", "painting" and "paints" as one term (Snowball English
-stemmer, see portal/memory/text.py). `search_text` is worked out again from each memory's text;
+stemmer, see portal/domain/text.py). `search_text` is worked out again from each memory's text;
 the full-text indexes follow (SQLite through its update trigger, PostgreSQL's GIN index on the
 expression). Rows kept encrypted have no search text and are left as they are.
 

@@ -117,6 +117,7 @@ class LocalEmbedder:
     def _load_onnx(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        # why: onnx_model needs the `local` extra (onnxruntime, tokenizers), loaded with the model only.
         from portal.adapters.onnx_model import OnnxSentenceModel, plain_model
 
         path = Path(self._path())

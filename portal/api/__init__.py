@@ -12,6 +12,8 @@ from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
 from portal.api import memories, meta, people, problems, tools
+from portal.api.limits import init_limits
+from portal.api.metrics import init_metrics
 from portal.api.registry import Api
 
 PREFIX = "/api/v1"
@@ -30,12 +32,8 @@ def build_api() -> tuple[Blueprint, Api]:
 
 def init_app(app: Flask) -> Api:
     """Register the API blueprint, its rate limit, metrics and CSRF exemption."""
-    from portal.adapters.sql.api_keys import ApiKeys
-    from portal.api.limits import init_limits
-    from portal.api.metrics import init_metrics
-
     bp, api = build_api()
-    app.extensions["api_keys"] = ApiKeys(app.extensions["memory_runtime"].engine)
+    app.extensions["api_keys"] = app.extensions["memory_runtime"].api_keys
     app.extensions["api"] = api
     init_limits(app, bp)
     init_metrics(app, bp)

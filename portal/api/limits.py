@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import math
 import os
+import time
 from typing import Any
 
 from flask import Blueprint, Flask, current_app, request
@@ -83,9 +85,6 @@ def init_limits(app: Flask, bp: Blueprint) -> Limiter:
 
 def seconds_until_reset(app: Flask) -> int:
     """For a 429: seconds until the limit that was hit lets the caller in again (at least 1)."""
-    import math
-    import time
-
     current = app.extensions["portal_limiter"].current_limit
     if current is None:
         return 1

@@ -20,24 +20,16 @@ from portal.api.schemas import (
     UndoOut,
     UpdateIn,
 )
-from portal.domain.types import Refused, Source
-from portal.services.memories import MemoryService, Undone
+from portal.domain.types import Source
+from portal.services.memory_service import MemoryService
 
 MEMORY = "/people/<owner_id>/memories/<memory_id>"
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,9})"?\s*$')
-STATUS_OF_REFUSAL = {"not_found": 404, "conflict": 409}
 
 
 def service() -> MemoryService:
     svc: MemoryService = current_app.extensions["memory_runtime"].service
     return svc
-
-
-def refusal(refused: Refused) -> Reply:
-    """A refused write: 422 with its code (404 / 409 for not_found / conflict)."""
-    status = STATUS_OF_REFUSAL.get(refused.code, 422)
-    return Reply(status, Problem(title="Refused", status=status, code=refused.code, detail=None,
-                                 actual_revision=refused.actual_revision))
 
 
 def register(api: Api) -> None:
@@ -50,8 +42,6 @@ def register(api: Api) -> None:
             call.place, b.text, kind=b.kind, importance=b.importance, role=b.role, explicit=b.explicit,
             on_duplicate=b.on_duplicate, pinned=b.pinned, sources=(Source("api"),), person_name=b.person_name,
         )
-        if isinstance(outcome, Refused):
-            return refusal(outcome)
         out = SavedOut(memory=MemoryOut.of(outcome.memory), replaced_id=outcome.replaced_id, reinforced=outcome.reinforced)
         return Reply(201, out)
 
@@ -86,17 +76,12 @@ def register(api: Api) -> None:
             call.place, call.path["memory_id"], text=b.text, kind=b.kind, importance=b.importance, pinned=b.pinned,
             expected_revision=expected, in_place=b.in_place, sources=(Source("api"),),
         )
-        if isinstance(outcome, Refused):
-            return refusal(outcome)
         return Reply(200, MemoryOut.of(outcome.memory))
 
     @api.route("POST", MEMORY + "/undo", summary="Take back the last write to a memory", permission="memories:write",
                responses={200: UndoOut, 422: Problem}, redactable=True)
     def undo_memory(call: Call) -> Reply:
         outcome = service().undo(call.place, call.path["memory_id"])
-        if isinstance(outcome, Refused):
-            return refusal(outcome)
-        assert isinstance(outcome, Undone)
         memory = MemoryOut.of(outcome.memory) if outcome.memory else None
         return Reply(200, UndoOut(memory=memory))
 

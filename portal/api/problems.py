@@ -12,7 +12,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException
 
-from portal.domain.types import Conflict, InvalidArgument, InvalidWhere, NotFound
+from portal.api.limits import seconds_until_reset
+from portal.api.schemas import Problem
+from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, MemoryServiceError, NotFound, Refused
 from portal.services.idempotency import KeyReused, StillRunning
 
 log = logging.getLogger("portal.api")
@@ -44,11 +46,25 @@ def problem(status: int, code: str, detail: str | None = None, headers: dict[str
     return response
 
 
+SERVICE_ANSWERS: dict[type[MemoryServiceError], tuple[int, str | None]] = {
+    NotFound: (404, "no such memory for this person"),
+    Conflict: (409, "the memory changed since"),
+    Refused: (422, None),
+    InvalidArgument: (400, "an argument is out of range"),
+    InvalidWhere: (400, "a person is needed"),
+}
+
+
+def service_problem(exc: MemoryServiceError) -> tuple[int, Problem]:
+    """The one answer to each error of the services' family: its status and a problem with its code."""
+    status, detail = next((answer for kind, answer in SERVICE_ANSWERS.items() if isinstance(exc, kind)), (500, None))
+    return status, Problem(title=TITLES.get(status, "Error"), status=status, code=exc.code, detail=detail,
+                           actual_revision=exc.actual_revision if isinstance(exc, Conflict) else None)
+
+
 def http_problem(exc: HTTPException) -> Response:
     """An HTTP error (routing, size, method, rate) as problem+json, with the headers it needs:
     Retry-After on 429 (when the limit lets the caller in again), Allow on 405."""
-    from portal.api.limits import seconds_until_reset
-
     status = exc.code or 500
     headers: dict[str, str] = {}
     if status == 429:
@@ -66,21 +82,10 @@ def install(bp: Blueprint) -> None:
         headers = {"WWW-Authenticate": 'Bearer realm="memory"'} if exc.status == 401 else None
         return problem(exc.status, exc.code, exc.detail, headers, **exc.extra)
 
-    @bp.errorhandler(NotFound)
-    def _not_found(exc: NotFound) -> Response:
-        return problem(404, "not_found", "no such memory for this person")
-
-    @bp.errorhandler(Conflict)
-    def _conflict(exc: Conflict) -> Response:
-        return problem(409, "conflict", "the memory changed since", actual_revision=exc.actual_revision)
-
-    @bp.errorhandler(InvalidArgument)
-    def _invalid(exc: InvalidArgument) -> Response:
-        return problem(400, exc.code, "an argument is out of range")
-
-    @bp.errorhandler(InvalidWhere)
-    def _where(exc: InvalidWhere) -> Response:
-        return problem(400, "invalid_where", "a person is needed")
+    @bp.errorhandler(MemoryServiceError)
+    def _service(exc: MemoryServiceError) -> Response:
+        status, body = service_problem(exc)
+        return problem(status, body.code, body.detail, **body.model_dump(include={"actual_revision"}, exclude_none=True))
 
     @bp.errorhandler(KeyReused)
     def _reused(exc: KeyReused) -> Response:

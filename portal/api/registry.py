@@ -17,8 +17,10 @@ from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from portal.api.problems import ApiProblem, problem
+from portal.api.auth import authenticate
+from portal.api.problems import ApiProblem, problem, service_problem
 from portal.api.schemas import Problem, Redacted
+from portal.domain.errors import Conflict, NotFound, Refused
 from portal.domain.types import Place
 from portal.inputs import BadJson, is_valid_id, is_valid_text, load_json
 from portal.services.idempotency import Answer, check_key, once, request_hash
@@ -119,8 +121,6 @@ class Api:
     # ------------------------------------------------------------------ serving
 
     def _serve(self, route: Route, path: dict[str, str]) -> Response:
-        from portal.api.auth import authenticate
-
         g.api_route = route.name
         check_path(path)
         needed = route.permission(path) if callable(route.permission) else route.permission
@@ -141,7 +141,11 @@ class Api:
         replies: list[Reply] = []
 
         def run() -> Answer:
-            replies.append(route.handler(call))
+            try:
+                replies.append(route.handler(call))
+            except (NotFound, Conflict, Refused) as exc:
+                # The service's answer, kept like any other: a retry is told the same thing.
+                replies.append(Reply(*service_problem(exc)))
             return self._answer(replies[0])
 
         answer, replayed = once(runtime.store, place, idem_key, digest, run, runtime.service.clock,
@@ -182,7 +186,9 @@ class Api:
     @staticmethod
     def _answer(reply: Reply) -> Answer:
         body: Any = reply.model
-        if isinstance(body, BaseModel):
+        if isinstance(body, Problem):  # the same body the error handlers answer (no actual_revision: null)
+            body = {**body.model_dump(mode="json", exclude_none=True), "detail": body.detail}
+        elif isinstance(body, BaseModel):
             body = body.model_dump(mode="json")
         elif isinstance(body, list):
             body = {"__list__": [b.model_dump(mode="json") if isinstance(b, BaseModel) else b for b in body]}

@@ -1,17 +1,27 @@
-"""Operations commands of `memory-portal`: retention (`prune`), key rotation (`rotate-keys`) and
-Registered on the main group by `portal.cli`; docs/operations.md says when to
-run each. They print counts, never a person's words.
-"""
+"""Running and looking after the service: serve, reindex, erase or export a person, retention
+(`prune`) and key rotation (`rotate-keys`). docs/operations.md says when to run each. They print
+ids and counts, never a person's words (except `export`, whose whole point is to hand them over)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from datetime import timedelta
 from typing import Any
 
 import click
+from tqdm import tqdm
+
+from portal.adapters.cipher import FernetCipher
+from portal.adapters.sql.rotation import RotationError, rows_to_visit
+from portal.adapters.sql.rotation import rotate_keys as rotate
+from portal.cli.common import current_runtime, tenant_ref_id
+from portal.config import ConfigError, load_config
+from portal.domain.audit import AuditNote
+from portal.domain.types import Place
+from portal.serve import run
 
 DURATION = re.compile(r"(?P<amount>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -36,6 +46,61 @@ class Duration(click.ParamType):
 
 
 @click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, type=int, show_default=True)
+@click.option("--workers", type=int, default=None, help="Worker processes (default: WEB_CONCURRENCY or 2).")
+@click.option("--timeout", type=int, default=60, show_default=True)
+def serve(host: str, port: int, workers: int | None, timeout: int) -> None:
+    """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
+    try:
+        load_config()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
+    run(host, port, count, timeout)
+
+
+@click.command()
+@click.option("--limit", type=int, default=None, help="Embed at most this many memories.")
+def reindex(limit: int | None) -> None:
+    """Give a vector to memories without one (or of another model); resumable."""
+    runtime = current_runtime()
+    if runtime.service.embedder is None:
+        raise click.ClickException("no embedder configured (MEMORY_EMBEDDER=none)")
+    with tqdm(unit="memory", file=sys.stderr, disable=None) as bar:
+        done = runtime.service.reindex(limit=limit, progress=bar.update)
+    click.echo(f"embedded {done} memories")
+
+
+@click.command("purge-owner")
+@click.argument("owner_id")
+@click.option("--tenant", "tenant_ref", default=None,
+              help="Only in this tenant (name or id). Owner ids are per tenant: without it, every tenant's "
+                   "OWNER_ID is erased, which is right only when the host's owner ids are unique across tenants.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
+    """Erase everything kept about OWNER_ID, in one tenant (--tenant) or in every tenant."""
+    runtime = current_runtime()
+    scopes = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref is not None else None
+    if not yes:
+        where = f"in tenant {tenant_ref}" if scopes else "in EVERY tenant (owner ids are per tenant)"
+        click.confirm(f"Erase every memory of {owner_id} {where}?", abort=True)
+    counts = runtime.service.purge_owner(owner_id, scopes, audit=AuditNote(None, "operator", "person.purged"))
+    runtime.store.settle(60)  # the cleaning up after the erasure, before the process ends
+    click.echo(json.dumps(counts.to_json()))
+
+
+@click.command()
+@click.argument("owner_id")
+@click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
+def export(owner_id: str, tenant_ref: str | None) -> None:
+    """Print everything kept about OWNER_ID in one tenant, as JSON."""
+    runtime = current_runtime()
+    data = runtime.service.export(Place(owner_id, tenant_ref_id(runtime, tenant_ref)))
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@click.command()
 @click.option("--history-older-than", "history", type=Duration(), default=None,
               help="Delete earlier wordings replaced longer ago than this (e.g. 90d).")
 @click.option("--receipts-older-than", "receipts", type=Duration(), default=None,
@@ -48,15 +113,12 @@ def prune(history: timedelta | None, receipts: timedelta | None, archived: timed
     A memory's current text is never touched; the last change of a recently changed memory can
     still be undone. Safe to run from cron (e.g. daily) and to run again.
     """
-    from tqdm import tqdm
-
-    from portal.cli import _runtime
 
     if history is None and receipts is None and archived is None:
         raise click.UsageError(
             "nothing to prune: give --history-older-than, --receipts-older-than and/or --archived-older-than"
         )
-    runtime = _runtime()
+    runtime = current_runtime()
     with tqdm(unit="row", file=sys.stderr, disable=None) as bar:
         counts = runtime.service.prune(history, receipts, archived, progress=bar.update)
     runtime.store.settle(60)  # the cleaning up after what it erased, before the process ends
@@ -73,14 +135,7 @@ def rotate_keys(batch_size: int) -> None:
     re-encrypted, and duplicate keys are recomputed. Resumable: stop it and run it again. Drop the
     old key from MEMORY_ENCRYPTION_KEYS only after a run that finished.
     """
-    from tqdm import tqdm
-
-    from portal.adapters.cipher import FernetCipher
-    from portal.adapters.sql.rotation import RotationError, rows_to_visit
-    from portal.adapters.sql.rotation import rotate_keys as rotate
-    from portal.cli import _runtime
-
-    store = _runtime().store
+    store = current_runtime().store
     if not isinstance(store.cipher, FernetCipher):
         raise click.ClickException("MEMORY_ENCRYPTION_KEYS is not set: stored text is not encrypted, nothing to rotate")
     try:
@@ -89,3 +144,6 @@ def rotate_keys(batch_size: int) -> None:
     except RotationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(counts.to_json()))
+
+
+COMMANDS = (serve, reindex, purge_owner, export, prune, rotate_keys)

@@ -23,6 +23,10 @@ The suite is a package of topic modules: `base` (the options, builders and check
 pruning). Each holds one mixin; `StoreContract` composes them. The mixins' names do not start with
 `Test`, so pytest collects their tests only through a `Test*` subclass of `StoreContract`.
 
+`RecordsContract` (`records`) is the same for the records around the memories (accounts,
+tenants, API keys, the audit log, erasure requests) and their unit of work: subclass it with a
+`store` fixture and a `records` fixture over that store.
+
 Only tests import this package; pytest is a test dependency, not a runtime one.
 """
 
@@ -36,11 +40,12 @@ except ImportError as exc:  # pragma: no cover - only without the test extras
 from portal.contract.listing import ListingContract
 from portal.contract.places import PlacesContract
 from portal.contract.receipts import ReceiptsContract
+from portal.contract.records import RecordsContract
 from portal.contract.retention import RetentionContract
 from portal.contract.searching import SearchingContract
 from portal.contract.writing import WritingContract
 
-__all__ = ["StoreContract"]
+__all__ = ["RecordsContract", "StoreContract"]
 
 
 class StoreContract(

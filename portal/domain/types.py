@@ -11,7 +11,17 @@ from typing import Any, Literal
 
 import numpy as np
 
+from portal.domain.errors import (  # the error family, named with the types it speaks of
+    Conflict,
+    InvalidArgument,
+    InvalidWhere,
+    MemoryServiceError,
+    NotFound,
+    Refused,
+)
 from portal.inputs import MAX_ID_LENGTH, is_valid_id, is_valid_text
+
+__all__ = ["Conflict", "InvalidArgument", "InvalidWhere", "MemoryServiceError", "NotFound", "Refused"]
 
 Origin = Literal["asserted", "inferred"]
 Channel = Literal["foreground", "background"]
@@ -20,52 +30,6 @@ Match = Literal["vector", "lexical", "hybrid"]
 ORIGINS = ("asserted", "inferred")
 CHANNELS = ("foreground", "background")
 STATES = ("active", "archived")
-
-
-class MemoryServiceError(Exception):
-    """Base of the errors the service raises; each carries a stable `code`."""
-
-    code = "error"
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or self.code)
-
-
-class InvalidWhere(MemoryServiceError):
-    """A place without an owner: never means "everyone"."""
-
-    code = "invalid_where"
-
-
-class NotFound(MemoryServiceError):
-    """No such memory in this place (another owner's or scope's ids are not found either)."""
-
-    code = "not_found"
-
-
-class Paused(MemoryServiceError):
-    """A model's change to a paused person's memories: while paused, only the person's own hand
-    (and the host acting for them) changes what is kept."""
-
-    code = "paused"
-
-
-class Conflict(MemoryServiceError):
-    """A compare-and-set lost: the memory is at `actual_revision` now."""
-
-    code = "conflict"
-
-    def __init__(self, actual_revision: int) -> None:
-        super().__init__(f"conflict: actual revision {actual_revision}")
-        self.actual_revision = actual_revision
-
-
-class InvalidArgument(MemoryServiceError):
-    """An argument outside its documented range (a bad cursor, an unknown format)."""
-
-    def __init__(self, code: str, message: str | None = None) -> None:
-        super().__init__(message or code)
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,15 +201,6 @@ class Holding:
     ref: str
     holder: str
     shown: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """A write that was not kept, with a stable code (never a sentence)."""
-
-    code: str
-    ok: Literal[False] = False
-    actual_revision: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Retention: how long earlier wordings, idempotency receipts and archived memories are kept.
 
-A mixin of MemoryService (`memory-portal prune` calls it, typically from a daily cron job). The
+`memory-portal prune` calls it, typically from a daily cron job. The
 store deletes old history and receipts in bulk; archived memories are erased here, place by place,
 the way `forget` erases, so the two paths cannot drift apart.
 """
@@ -11,13 +11,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from portal.domain.types import Place
-
-if TYPE_CHECKING:
-    from portal.domain.options import Clock
-    from portal.ports import Store
+from portal.services.context import Context
 
 log = logging.getLogger("portal.memory")
 
@@ -35,8 +31,8 @@ class PruneCounts:
 
 
 class Retention:
-    store: Store
-    clock: Clock
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def prune(
         self,
@@ -69,17 +65,17 @@ class Retention:
         ):
             if period is not None and period <= timedelta(0):
                 raise ValueError(f"{name} must be a positive period")
-        now = self.clock()
+        now = self.ctx.clock()
         memories = revisions = receipts = 0
         if archived_older_than is not None:
             memories, revisions = self._erase_archived(now - archived_older_than, now, progress, batch)
         if history_older_than is not None:
-            pruned = self.store.prune_history(now - history_older_than)
+            pruned = self.ctx.store.prune_history(now - history_older_than)
             revisions += pruned
             if progress:
                 progress(pruned)
         if receipts_older_than is not None:
-            receipts = self.store.prune_receipts(now - receipts_older_than)
+            receipts = self.ctx.store.prune_receipts(now - receipts_older_than)
             if progress:
                 progress(receipts)
         counts = PruneCounts(revisions=revisions, receipts=receipts, memories=memories)
@@ -93,7 +89,7 @@ class Retention:
         looked_at: set[tuple[Place, str]] = set()
         while True:
             # Ids kept back (made active meanwhile) are skipped, so asking past them finds the rest.
-            found = [c for c in self.store.archived_before(cutoff, batch + len(looked_at)) if c not in looked_at][:batch]
+            found = [c for c in self.ctx.store.archived_before(cutoff, batch + len(looked_at)) if c not in looked_at][:batch]
             if not found:
                 return memories, revisions
             looked_at.update(found)
@@ -101,7 +97,7 @@ class Retention:
             for place, memory_id in found:
                 by_place.setdefault(place, []).append(memory_id)
             for place, ids in by_place.items():
-                with self.store.write(place) as tx:
+                with self.ctx.store.write(place) as tx:
                     doomed = [
                         m.id for m in tx.get_many(ids)
                         if m.state == "archived" and m.updated_at < cutoff

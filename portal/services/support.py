@@ -9,31 +9,21 @@ content-free audit entry (ids, codes, counts, ticket references — never a pers
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from portal.adapters.sql.accounts import Accounts, User
-from portal.adapters.sql.audit import AuditEntry, AuditLog, ErasureRequest, ErasureRequests
-from portal.adapters.sql.tenants import Tenants
-from portal.adapters.sql.uow import SqlUnitOfWork
+from portal.domain.audit import AuditEntry, AuditNote
+from portal.domain.errors import NotFound, Refused
 from portal.domain.options import utc_now
-from portal.domain.types import Memory, NotFound, Place
-from portal.services.memories import MemoryService
+from portal.domain.people import ErasureRequest, User
+from portal.domain.types import Memory, Place
+from portal.ports import Records
+from portal.services.memory_service import MemoryService
 
 DEADLINE = timedelta(days=30)  # GDPR: one month to answer a request
 NEAR_DEADLINE = timedelta(days=7)
 BREAK_GLASS_REASONS = ("access_request", "rectification_request", "complaint", "legal_obligation")
-
-
-class Refusal(Exception):
-    """A refused staff action, with a stable code (the view turns it into words)."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -55,15 +45,12 @@ class RequestView:
 
 
 class Support:
-    def __init__(self, service: MemoryService, accounts: Accounts, tenants: Tenants, audit: AuditLog,
-                 erasures: ErasureRequests, unit: Callable[[], AbstractContextManager[SqlUnitOfWork]],
-                 erasure_scope: str = "tenant") -> None:
+    def __init__(self, service: MemoryService, records: Records, erasure_scope: str = "tenant") -> None:
         self.service = service
-        self.accounts = accounts
-        self.tenants = tenants
-        self.audit = audit
-        self.erasures = erasures
-        self.unit = unit
+        self.records = records
+        self.accounts = records.accounts
+        self.erasures = records.erasures
+        self.unit = records.unit
         self.erasure_scope = erasure_scope
 
     # ------------------------------------------------------------------ who sees what
@@ -92,11 +79,6 @@ class Support:
             return True
         return person.tenant_id in scopes and person.role == "member"
 
-    def _log(self, actor: User, action: str, subject: User | None = None, scope: str | None = None,
-             **extra: Any) -> AuditEntry:
-        return self.audit.record(actor.id, actor.role, action, subject.owner_id if subject else None,
-                                 scope or (subject.tenant_id if subject else actor.tenant_id), **extra)
-
     # ------------------------------------------------------------------ people
 
     def find(self, actor: User, query: str) -> list[User]:
@@ -108,7 +90,9 @@ class Support:
     def summary(self, actor: User, user_id: str) -> PersonSummary:
         """Counts by kind, pause state and last activity — no memory text."""
         person = self._person(actor, user_id)
-        memories = self._all(person.place)
+        return self._summary(person, self._all(person.place))
+
+    def _summary(self, person: User, memories: list[Memory]) -> PersonSummary:
         moments = [m.last_used_at or m.updated_at for m in memories]
         if person.last_visit_at:
             moments.append(person.last_visit_at)
@@ -117,22 +101,25 @@ class Support:
             max(moments) if moments else None, self.erasures.open_for(person.owner_id, person.tenant_id),
         )
 
-    def open_memories(self, actor: User, user_id: str, reason: str, ticket: str | None) -> list[Memory]:
-        """Break glass: the person's memory text, for a recorded reason (audited before it is shown)."""
+    def open_memories(self, actor: User, user_id: str, reason: str, ticket: str | None) -> tuple[PersonSummary, list[Memory]]:
+        """Break glass: the person's memory text, for a recorded reason (audited before it is shown),
+        with the person's summary for the page that shows it."""
         person = self._person(actor, user_id)  # first: someone of another tenant is "not found", reason or not
         if reason not in BREAK_GLASS_REASONS:
-            raise Refusal("reason_required")
+            raise Refused("reason_required")
         memories = self._all(person.place)
-        self._log(actor, "memories.viewed", person, reason_code=reason, ticket=_ticket(ticket),
-                  counts={"memories": len(memories)})
-        return memories
+        with self.unit() as uow:  # audited before it is shown: no entry, no text
+            uow.audit.record(actor.id, actor.role, "memories.viewed", person.owner_id, person.tenant_id,
+                             counts={"memories": len(memories)}, ticket=_ticket(ticket), reason_code=reason)
+            uow.commit()
+        return self._summary(person, memories), memories
 
     def export(self, actor: User, user_id: str, ticket: str | None) -> dict[str, Any]:
         """An access request (art. 15/20): everything kept about the person in their tenant."""
         person = self._person(actor, user_id)
-        data = self.service.export(person.place)
+        note = AuditNote(actor.id, actor.role, "access.exported", ticket=_ticket(ticket))
+        data = self.service.export(person.place, audit=note)  # read and audited in one transaction
         data["account"] = {"email": person.email, "name": person.name, "created_at": person.created_at.isoformat()}
-        self._log(actor, "access.exported", person, ticket=_ticket(ticket), counts={"memories": len(data["memories"])})
         return data
 
     def _all(self, place: Place) -> list[Memory]:
@@ -152,7 +139,7 @@ class Support:
         person = self._person(actor, user_id)
         received = received_at or utc_now()
         if received > utc_now() + timedelta(days=1):
-            raise Refusal("received_in_future")
+            raise Refused("received_in_future")
         with self.unit() as uow:  # the request and its audit entry: one transaction
             request = uow.erasures.open(person.tenant_id, person.owner_id, person.id, _ticket(ticket), received,
                                         requested_by)
@@ -206,14 +193,14 @@ class Support:
             # completing two of them at once then wait for each other instead of deadlocking.
             locked = {r.id: r for r in uow.erasures.open_for(seen.subject_owner_id, seen.tenant_id, for_update=True)}
             if request_id not in locked:
-                raise Refusal("already_completed")
+                raise Refused("already_completed")
             request = locked[request_id]
             person = uow.accounts.get(request.subject_user_id) if request.subject_user_id else None
             if person is not None and not self._may_see(actor, person):
                 raise NotFound()  # staff do not erase a colleague's or an admin's account: admins do
             expected = {request.subject_owner_id.lower()} | ({person.email.lower()} if person else set())
             if typed.strip().lower() not in expected:
-                raise Refusal("confirmation_mismatch")
+                raise Refused("confirmation_mismatch")
             scopes = None if self.erasure_scope == "all" else [request.tenant_id]
             counts = uow.purge_owner(request.subject_owner_id, scopes).to_json()
             counts["accounts"] = int(uow.accounts.delete(person.id)) if person else 0
@@ -231,7 +218,7 @@ class Support:
     # ------------------------------------------------------------------ audit
 
     def audit_entries(self, actor: User, **filters: Any) -> list[AuditEntry]:
-        return self.audit.query(self.scopes(actor), **filters)
+        return self.records.audit.query(self.scopes(actor), **filters)
 
 
 def _ticket(ticket: str | None) -> str | None:
@@ -239,5 +226,5 @@ def _ticket(ticket: str | None) -> str | None:
     if not ticket:
         return None
     if len(ticket) > 100 or any(not (c.isalnum() or c in "-_#/.:") for c in ticket):
-        raise Refusal("invalid_ticket")
+        raise Refused("invalid_ticket")
     return ticket

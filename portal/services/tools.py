@@ -25,13 +25,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from portal.domain.catalog import message as catalog_message
+from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.rules import DEFAULT_KINDS
 from portal.domain.text import fold
-from portal.domain.types import InvalidArgument, NotFound, Paused, Place, Refused, Source, as_place
+from portal.domain.types import Place, Source, as_place
 
 if TYPE_CHECKING:
     from portal.domain.options import Options
-    from portal.services.memories import MemoryService
+    from portal.services.memory_service import MemoryService
 
 log = logging.getLogger("portal.memory")
 
@@ -183,12 +184,8 @@ def run_tool(
             result = _forget(service, place, args)
     except _Invalid:
         result = {"ok": False, "code": "refused", "reason": "invalid_arguments"}
-    except NotFound:
-        result = {"ok": False, "code": "refused", "reason": "not_found"}
-    except Paused:
-        result = {"ok": False, "code": "refused", "reason": "paused"}
-    except InvalidArgument as exc:
-        result = {"ok": False, "code": "refused", "reason": exc.code}
+    except (NotFound, Refused, Conflict, InvalidArgument) as refused:  # the service's error family: a code
+        result = _refusal(refused.code)
     log.info("memory.tool name=%s code=%s reason=%s", name, result["code"], result.get("reason"))
     return _with_message(result, language)
 
@@ -204,8 +201,6 @@ def _remember(
         place, text, kind=kind, importance=importance, role=role, explicit=explicit, origin="inferred",
         sources=(Source("tool", "remember"),), person_name=person_name,
     )
-    if isinstance(outcome, Refused):
-        return _refusal(outcome.code)
     memory = outcome.memory
     return {
         "ok": True,
@@ -222,8 +217,6 @@ def _recall(service: MemoryService, place: Place, args: Mapping[str, Any]) -> di
     query = _string(args, "query", required=True)
     limit = _limit(args.get("limit"))
     kinds = _kinds(service, args.get("kinds"))
-    if isinstance(kinds, Refused):
-        return _refusal(kinds.code)
     hits = service.recall(place, query, kinds=kinds, limit=limit)
     memories = [
         {
@@ -250,8 +243,6 @@ def _update(service: MemoryService, place: Place, args: Mapping[str, Any], perso
         place, memory_id, text=text, kind=kind, importance=importance, origin="inferred",
         sources=(Source("tool", "update_memory"),), person_name=person_name,
     )
-    if isinstance(outcome, Refused):
-        return _refusal(outcome.code)
     memory = outcome.memory
     # A correction that changed nothing wrote no revision: undo would take back an earlier write.
     changed = memory.revision != before.revision and memory.last_op == "update"
@@ -260,7 +251,7 @@ def _update(service: MemoryService, place: Place, args: Mapping[str, Any], perso
 
 def _forget(service: MemoryService, place: Place, args: Mapping[str, Any]) -> dict[str, Any]:
     memory_id = _memory_id(args)
-    service.forget(place, memory_id, origin="inferred")  # NotFound for anyone else's id; Paused
+    service.forget(place, memory_id, origin="inferred")  # NotFound for anyone else's id; Refused when paused
     return {"ok": True, "code": "memory_forgotten", "id": memory_id, "undo": None}
 
 
@@ -329,7 +320,7 @@ def _limit(value: Any) -> int:
     return min(RECALL_MAX, max(1, value))
 
 
-def _kinds(service: MemoryService, value: Any) -> tuple[str, ...] | Refused | None:
+def _kinds(service: MemoryService, value: Any) -> tuple[str, ...] | None:
     """The kinds to narrow recall to, each matched (case and accents folded, then aliases) to a
     configured kind. Unlike writing, an unknown kind does not fall back to the default kind: a
     filter that silently became another one would hide memories."""
@@ -346,7 +337,7 @@ def _kinds(service: MemoryService, value: Any) -> tuple[str, ...] | Refused | No
     for raw in value:
         kind = by_fold.get(fold(raw.strip()))
         if kind is None:
-            return Refused("invalid_kind")
+            raise Refused("invalid_kind")
         if kind not in resolved:
             resolved.append(kind)
     return tuple(resolved) or None

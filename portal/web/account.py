@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
+from portal.bootstrap import Runtime
 from portal.domain.audit import AuditNote
+from portal.domain.people import LANGUAGES
 from portal.web.memories import context, service
 from portal.web.render import is_htmx
 from portal.web.spreadsheet import csv_download
@@ -18,6 +20,11 @@ from portal.web.spreadsheet import csv_download
 bp = Blueprint("account", __name__, url_prefix="/account")
 CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin", "channel", "state", "created_at",
               "updated_at", "last_used_at")
+
+
+def runtime() -> Runtime:
+    value: Runtime = current_app.extensions["memory_runtime"]
+    return value
 
 
 def audit(action: str) -> AuditNote:
@@ -84,11 +91,9 @@ def export_csv() -> ResponseReturnValue:
 @bp.post("/language")
 @login_required
 def language() -> ResponseReturnValue:
-    from flask import current_app
-
     chosen = request.form.get("language", "en")
-    if chosen in ("en", "fr"):
-        current_app.extensions["memory_runtime"].accounts.set_language(current_user.id, chosen)
+    if chosen in LANGUAGES:  # anything else: the page as it was, in the language it was
+        runtime().people.set_language(current_user, chosen)
     return redirect(request.referrer if request.referrer and request.referrer.startswith(request.host_url)
                     else url_for("memories.index"), 303)
 
@@ -97,9 +102,7 @@ def language() -> ResponseReturnValue:
 @login_required
 def ask_deletion() -> ResponseReturnValue:
     """"Ask to delete my account": an erasure request support staff complete within the month."""
-    from flask import current_app
-
-    current_app.extensions["memory_runtime"].support.person_asks_erasure(current_user)
+    runtime().support.person_asks_erasure(current_user)
     flash(_("Your request to delete your account was sent. Support will complete it within a month."))
     if is_htmx():  # asked through hx-confirm: htmx loads the page that shows the flash
         return Response(status=204, headers={"HX-Redirect": url_for("memories.index")})

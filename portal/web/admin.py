@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 
-from portal.adapters.sql.api_keys import PERMISSIONS
-from portal.domain.types import NotFound
+from portal.domain.people import PERMISSIONS
 from portal.services.administration import Administration
-from portal.services.support import Refusal
-from portal.web.security import N_, roles_required
+from portal.web.errors import refusals
+from portal.web.security import roles_required
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 admin_only = roles_required("admin")
-# Marked with N_ so `pybabel extract` finds them; `refusal` translates them when shown.
-REFUSALS = {
-    "tenant_exists": N_("A tenant with that name exists already."),
-    "invalid_name": N_("Give a name."),
-    "invalid_role": N_("Choose staff or admin."),
-    "invalid_email": N_("That is not an e-mail address."),
-    "email_taken": N_("An account with that e-mail exists already."),
-    "password_too_short": N_("The password needs at least 10 characters."),
-    "unknown_tenant": N_("Choose a tenant."),
-    "invalid_api_key": N_("Choose a tenant and at least one permission."),
-}
 
 
-def refusal(code: str) -> str:
-    """The refusal in words, in the admin's language (codes are for logs and tests)."""
-    return _(REFUSALS.get(code, code))
+def back_to_index(text: str, **_arguments: str) -> ResponseReturnValue:
+    """A refused change: the admin page again, with the reason."""
+    flash(text, "error")
+    return redirect(url_for("admin.index"), 303)
 
 
 def administration() -> Administration:
@@ -39,12 +28,10 @@ def administration() -> Administration:
 
 
 def page(new_key: str | None = None, status: int = 200) -> ResponseReturnValue:
-    runtime = current_app.extensions["memory_runtime"]
-    tenants = runtime.tenants.all()
-    names = {t.id: t.name for t in tenants}
-    keys = administration().api_keys.list()
-    return render_template("admin/index.html", tenants=tenants, names=names, staff=runtime.accounts.staff(),
-                           keys=keys, permissions=PERMISSIONS, new_key=new_key), status
+    seen = administration().overview(current_user)
+    names = {t.id: t.name for t in seen.tenants}
+    return render_template("admin/index.html", tenants=seen.tenants, names=names, staff=seen.staff, keys=seen.keys,
+                           permissions=PERMISSIONS, new_key=new_key), status
 
 
 @bp.get("/")
@@ -55,48 +42,38 @@ def index() -> ResponseReturnValue:
 
 @bp.post("/tenants")
 @admin_only
+@refusals(back_to_index)
 def create_tenant() -> ResponseReturnValue:
-    try:
-        administration().create_tenant(current_user, request.form.get("name", ""), request.form.get("ai") == "on")
-        flash(_("Tenant created."))
-    except Refusal as exc:
-        flash(refusal(exc.code), "error")
+    administration().create_tenant(current_user, request.form.get("name", ""), request.form.get("ai") == "on")
+    flash(_("Tenant created."))
     return redirect(url_for("admin.index"), 303)
 
 
 @bp.post("/tenants/<tenant_id>/ai")
 @admin_only
 def switch_ai(tenant_id: str) -> ResponseReturnValue:
-    try:
-        administration().set_ai(current_user, tenant_id, request.form.get("enabled") == "1")
-    except NotFound:
-        abort(404)
+    administration().set_ai(current_user, tenant_id, request.form.get("enabled") == "1")
     flash(_("The AI switch was changed."))
     return redirect(url_for("admin.index"), 303)
 
 
 @bp.post("/staff")
 @admin_only
+@refusals(back_to_index)
 def create_staff() -> ResponseReturnValue:
     form = request.form
-    try:
-        administration().create_staff(current_user, form.get("email", ""), form.get("name", ""),
-                                      form.get("tenant", ""), form.get("role", "staff"), form.get("password", ""))
-        flash(_("Account created."))
-    except Refusal as exc:
-        flash(refusal(exc.code), "error")
+    administration().create_staff(current_user, form.get("email", ""), form.get("name", ""),
+                                  form.get("tenant", ""), form.get("role", "staff"), form.get("password", ""))
+    flash(_("Account created."))
     return redirect(url_for("admin.index"), 303)
 
 
 @bp.post("/keys")
 @admin_only
+@refusals(back_to_index)
 def create_key() -> ResponseReturnValue:
-    try:
-        _key, token = administration().create_api_key(current_user, request.form.get("tenant", ""),
-                                                      request.form.getlist("permission"), request.form.get("name"))
-    except Refusal as exc:
-        flash(refusal(exc.code), "error")
-        return redirect(url_for("admin.index"), 303)
+    _key, token = administration().create_api_key(current_user, request.form.get("tenant", ""),
+                                                  request.form.getlist("permission"), request.form.get("name"))
     response = make_response(page(new_key=token))
     # The one page that holds the key in clear: no browser or proxy may keep a copy.
     response.headers["Cache-Control"] = "no-store"
@@ -106,10 +83,7 @@ def create_key() -> ResponseReturnValue:
 @bp.post("/keys/<key_id>/revoke")
 @admin_only
 def revoke_key(key_id: str) -> ResponseReturnValue:
-    try:
-        administration().revoke_api_key(current_user, key_id)
-    except NotFound:
-        abort(404)
+    administration().revoke_api_key(current_user, key_id)
     flash(_("Key revoked."))
     return redirect(url_for("admin.index"), 303)
 
@@ -118,9 +92,6 @@ def revoke_key(key_id: str) -> ResponseReturnValue:
 @admin_only
 def end_sessions(user_id: str) -> ResponseReturnValue:
     """Sign a person out everywhere (a stolen cookie, a lost device)."""
-    try:
-        administration().end_sessions(current_user, user_id)
-    except NotFound:
-        abort(404)
+    administration().end_sessions(current_user, user_id)
     flash(_("Every session of this account has ended."))
     return redirect(url_for("staff.person", user_id=user_id), 303)

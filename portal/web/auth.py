@@ -28,7 +28,7 @@ def login() -> ResponseReturnValue:
         wait = throttle().attempt(email, request.remote_addr, device)
         if wait is not None:  # past a limit: not even checked, the right password included
             return too_many(wait)
-        user = current_app.extensions["memory_runtime"].accounts.authenticate(email, password)
+        user = current_app.extensions["memory_runtime"].people.sign_in(email, password)
         if user is not None:
             known = throttle().succeeded(email, request.remote_addr, device)
             rotate_csrf_token()
@@ -54,9 +54,7 @@ def too_many(wait: int) -> ResponseReturnValue:
 @bp.post("/logout")
 @login_required
 def logout() -> ResponseReturnValue:
-    # Every session of the account ends, not only this browser's: a cookie copied before signing
-    # out (another device, a stolen copy) opens nothing after it.
-    current_app.extensions["memory_runtime"].accounts.end_sessions(current_user.id)
+    current_app.extensions["memory_runtime"].people.sign_out(current_user)
     logout_user()
     flash(_("You are signed out."))
     return redirect(url_for("auth.login"), 303)

@@ -7,6 +7,8 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from portal.adapters.sql.migrate import current_revision, head_revision
+
 bp = Blueprint("health", __name__)
 
 
@@ -19,10 +21,7 @@ def healthz() -> ResponseReturnValue:
 @bp.get("/readyz")
 def readyz() -> ResponseReturnValue:
     """Ready when the database answers and the schema is migrated."""
-    from portal.adapters.sql.migrate import current_revision, head_revision
-    from portal.app import runtime_of
-
-    engine = runtime_of(current_app).engine
+    engine = current_app.extensions["memory_runtime"].engine
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))

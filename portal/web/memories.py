@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, make_response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
+from flask_babel import ngettext
 from flask_login import current_user, login_required
 
-from portal.domain.catalog import message
-from portal.domain.types import InvalidArgument, Memory, NotFound, Refused, Saved, Source
-from portal.services.memories import MemoryService, Undone
+from portal.domain.errors import InvalidArgument
+from portal.domain.types import Memory, Source
+from portal.services.memory_service import MemoryService
+from portal.web.errors import refusals
 from portal.web.render import is_htmx, page_or_fragment
 
 bp = Blueprint("memories", __name__)
@@ -28,10 +30,6 @@ def service() -> MemoryService:
     return svc
 
 
-def refusal_text(code: str) -> str:
-    return message(f"refused.{code}", current_user.language) or message(f"refused.{code}", "en") or code
-
-
 def context() -> dict[str, Any]:
     """What every people's page shows around the list: pause state and the AI switch."""
     svc = service()
@@ -41,13 +39,6 @@ def context() -> dict[str, Any]:
 
 def toast(text: str, undo_id: str | None = None) -> str:
     return render_template("_toast.html", text=text, undo_id=undo_id)
-
-
-def get_or_404(memory_id: str) -> Memory:
-    try:
-        return service().get(current_user.place, memory_id)
-    except NotFound:
-        abort(404)
 
 
 @bp.get("/")
@@ -75,30 +66,44 @@ def index() -> ResponseReturnValue:
         except InvalidArgument:
             page = svc.list(place, kinds=[kind] if kind else None, limit=PAGE)
         items, next_cursor = page.items, page.next_cursor
+    # "New" until the person says they have seen it (a POST): a GET changes nothing, so a prefetch,
+    # a reload or a link preview cannot take the badge away unseen.
     new_ids = {m.id for m in items if m.channel == "background" and not m.seen}
-    response = page_or_fragment(
+    return page_or_fragment(
         "memories/index.html", "memories/_list.html", items=items, new_ids=new_ids, next_cursor=next_cursor,
         kind=kind, query=query, **context(),
     )
-    if new_ids:
-        svc.mark_seen(place, list(new_ids))  # shown once: "new" until the person has seen it
-    return response
+
+
+@bp.post("/memories/new/seen")
+@login_required
+def mark_seen() -> ResponseReturnValue:
+    """The person has seen what was learnt in the background: the "New" badges go."""
+    marked = service().mark_seen(current_user.place, request.form.getlist("id")[:PAGE * 2])
+    text = ngettext("%(num)d memory marked as seen.", "%(num)d memories marked as seen.", marked)
+    if is_htmx():
+        return make_response(toast(text), 200, {"HX-Refresh": "true"})
+    flash(text)
+    return redirect(url_for("memories.index"), 303)
+
+
+def add_refused(error: str) -> ResponseReturnValue:
+    """The add form again with the reason and what was typed (htmx), or the list with it flashed."""
+    if is_htmx():
+        form = render_template("memories/_add_form.html", error=error, text=request.form.get("text", ""), **context())
+        return form, 422, {"HX-Retarget": "#add-form", "HX-Reswap": "outerHTML"}
+    flash(error, "error")
+    return redirect(url_for("memories.index"), 303)
 
 
 @bp.post("/memories")
 @login_required
+@refusals(add_refused)
 def add() -> ResponseReturnValue:
     outcome = service().remember(
         current_user.place, request.form.get("text", ""), kind=request.form.get("kind") or None,
         importance=request.form.get("importance") or None, sources=(Source("portal"),), person_name=current_user.name,
     )
-    if isinstance(outcome, Refused):
-        error = refusal_text(outcome.code)
-        if is_htmx():
-            form = render_template("memories/_add_form.html", error=error, text=request.form.get("text", ""), **context())
-            return form, 422, {"HX-Retarget": "#add-form", "HX-Reswap": "outerHTML"}
-        flash(error, "error")
-        return redirect(url_for("memories.index"), 303)
     text = _("Saved.") if not outcome.replaced_id else _("Updated the memory it repeats.")
     if is_htmx():
         row = render_template("memories/_row.html", memory=outcome.memory, new_ids=set())
@@ -111,7 +116,7 @@ def add() -> ResponseReturnValue:
 @bp.get("/memories/<memory_id>")
 @login_required
 def row(memory_id: str) -> ResponseReturnValue:
-    memory = get_or_404(memory_id)
+    memory = service().get(current_user.place, memory_id)
     if is_htmx():
         response = make_response(render_template("memories/_row.html", memory=memory, new_ids=set(), focus="edit"))
     else:
@@ -123,39 +128,42 @@ def row(memory_id: str) -> ResponseReturnValue:
 @bp.get("/memories/<memory_id>/edit")
 @login_required
 def edit(memory_id: str) -> ResponseReturnValue:
-    memory = get_or_404(memory_id)
+    memory = service().get(current_user.place, memory_id)
     return page_or_fragment("memories/edit.html", "memories/_edit_row.html", memory=memory, error=None,
                             text=memory.text, **context())
 
 
+def save_refused(error: str, memory_id: str) -> ResponseReturnValue:
+    """The edit form again, on the memory as it is now, with the reason and what was typed."""
+    current = service().get(current_user.place, memory_id)
+    return page_or_fragment("memories/edit.html", "memories/_edit_row.html", status=422, memory=current,
+                            error=error, text=request.form.get("text", ""), **context())
+
+
 @bp.post("/memories/<memory_id>")
 @login_required
+@refusals(save_refused)
 def save(memory_id: str) -> ResponseReturnValue:
-    memory = get_or_404(memory_id)
     revision = request.form.get("revision", "")
     outcome = service().update(
-        current_user.place, memory.id, text=request.form.get("text", ""), kind=request.form.get("kind") or None,
+        current_user.place, memory_id, text=request.form.get("text", ""), kind=request.form.get("kind") or None,
         importance=request.form.get("importance") or None,
         expected_revision=int(revision) if revision.isdigit() else None, sources=(Source("portal"),),
         person_name=current_user.name,
     )
-    if isinstance(outcome, Refused):
-        current = get_or_404(memory_id)
-        return page_or_fragment("memories/edit.html", "memories/_edit_row.html", status=422, memory=current,
-                                error=refusal_text(outcome.code), text=request.form.get("text", ""), **context())
     return done(outcome.memory, _("Saved."), undo=outcome.memory.last_op in ("update", "replace"))
+
+
+def row_refused(text: str, memory_id: str) -> ResponseReturnValue:
+    # The Undo button swaps its row for the answer: give the row back with the reason, or it vanishes.
+    return done(service().get(current_user.place, memory_id), text, undo=False)
 
 
 @bp.post("/memories/<memory_id>/undo")
 @login_required
+@refusals(row_refused)
 def undo(memory_id: str) -> ResponseReturnValue:
     outcome = service().undo(current_user.place, memory_id)
-    if isinstance(outcome, Refused):
-        if outcome.code == "not_found":
-            abort(404)
-        # The Undo button swaps its row for the answer: give the row back with the reason, or it vanishes.
-        return done(get_or_404(memory_id), refusal_text(outcome.code), undo=False)
-    assert isinstance(outcome, Undone)
     if outcome.memory is None:
         return removed(memory_id, _("Undone: the memory is gone."))
     return done(outcome.memory, _("Undone."), undo=False)
@@ -164,21 +172,16 @@ def undo(memory_id: str) -> ResponseReturnValue:
 @bp.post("/memories/<memory_id>/forget")
 @login_required
 def forget(memory_id: str) -> ResponseReturnValue:
-    try:
-        service().forget(current_user.place, memory_id)
-    except NotFound:
-        abort(404)
+    service().forget(current_user.place, memory_id)
     return removed(memory_id, _("Forgotten, with every earlier version."))
 
 
 @bp.post("/memories/<memory_id>/pin")
 @login_required
+@refusals(row_refused)
 def pin(memory_id: str) -> ResponseReturnValue:
     pinned = request.form.get("pinned", "1") == "1"
     outcome = service().pin(current_user.place, memory_id, pinned)
-    if isinstance(outcome, Refused):
-        abort(404)
-    assert isinstance(outcome, Saved)
     return done(outcome.memory, _("Pinned: always in the assistant's picture of you.") if pinned else _("Unpinned."),
                 undo=False, focus="pin")
 
@@ -186,11 +189,9 @@ def pin(memory_id: str) -> ResponseReturnValue:
 @bp.get("/memories/<memory_id>/history")
 @login_required
 def history(memory_id: str) -> ResponseReturnValue:
-    try:
-        revisions = service().history(current_user.place, memory_id)
-    except NotFound:
-        abort(404)
-    return render_template("memories/history.html", memory=get_or_404(memory_id), revisions=revisions, **context())
+    revisions = service().history(current_user.place, memory_id)
+    memory = service().get(current_user.place, memory_id)
+    return render_template("memories/history.html", memory=memory, revisions=revisions, **context())
 
 
 def done(memory: Memory, text: str, undo: bool, focus: str = "edit") -> ResponseReturnValue:

@@ -1,10 +1,11 @@
-"""Answering a full page or, for htmx, only the fragment that changed."""
+"""Answering a full page or, for htmx, only the fragment that changed; the templates' helpers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flask import Response, make_response, render_template, request
+from flask_babel import gettext as _
 
 
 def is_htmx() -> bool:
@@ -16,3 +17,10 @@ def page_or_fragment(page: str, fragment: str, status: int = 200, **context: Any
     response = make_response(render_template(fragment if is_htmx() else page, **context), status)
     response.headers["Vary"] = "HX-Request"
     return response
+
+
+def kind_label(kind: str) -> str:
+    """A memory's kind in the person's language (templates: `kind_label(memory.kind)`)."""
+    labels = {"goal": _("Goal"), "preference": _("Preference"), "fact": _("Fact"), "person": _("Person"),
+              "event": _("Event"), "feeling": _("Feeling")}
+    return labels.get(kind, kind)

@@ -42,7 +42,7 @@ def init_security(app: Flask) -> None:
     def load_user(session_id: str) -> Any:
         # None once the session's epoch has passed (signed out, password changed, sessions ended):
         # a cookie copied before then opens nothing, in any worker.
-        return app.extensions["memory_runtime"].accounts.signed_in(session_id)
+        return app.extensions["memory_runtime"].people.session(session_id)
 
     login_manager.unauthorized_handler(sign_in_first)
 
@@ -115,13 +115,6 @@ def sign_in_first() -> ResponseReturnValue:
     if request.method != "GET":
         return redirect(url_for("auth.login"))
     return redirect(url_for("auth.login", next=safe_next(request.full_path.rstrip("?"), fallback)))
-
-
-def N_(text: str) -> str:
-    """Mark a text for translation where it is defined (a table of messages) without translating
-    it there: there is no request, hence no language, at import time. `_()` translates it when it
-    is shown. `N_` is one of pybabel's default extraction keywords."""
-    return text
 
 
 def _host(url: str) -> str:

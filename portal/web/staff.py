@@ -9,27 +9,19 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from flask import Blueprint, Response, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 
-from portal.domain.types import NotFound
-from portal.services.support import BREAK_GLASS_REASONS, Refusal, Support
-from portal.web.security import N_, roles_required
+from portal.services.support import BREAK_GLASS_REASONS, Support
+from portal.web.errors import refusals
+from portal.web.security import roles_required
 from portal.web.spreadsheet import csv_download
 
 bp = Blueprint("staff", __name__, url_prefix="/staff")
 staff_only = roles_required("staff", "admin")
 AUDIT_FILTERS = ("actor", "subject", "action", "from", "to")
-# Marked with N_ so `pybabel extract` finds them; `refusal` translates them when shown.
-REFUSALS = {
-    "reason_required": N_("Choose why you need to see the memories."),
-    "invalid_ticket": N_("A ticket reference is letters, digits and - _ # / . : only."),
-    "confirmation_mismatch": N_("That is not the person's e-mail or owner id: nothing was erased."),
-    "already_completed": N_("This request is already completed."),
-    "received_in_future": N_("The date received cannot be in the future."),
-}
 
 
 def support() -> Support:
@@ -37,8 +29,10 @@ def support() -> Support:
     return value
 
 
-def refusal(code: str) -> str:
-    return _(REFUSALS.get(code, code))
+def back_to_person(text: str, user_id: str) -> ResponseReturnValue:
+    """A refused action on a person's page: that page again, with the reason."""
+    flash(text, "error")
+    return redirect(url_for("staff.person", user_id=user_id), 303)
 
 
 @bp.get("/")
@@ -52,53 +46,34 @@ def people() -> ResponseReturnValue:
 @bp.get("/people/<user_id>")
 @staff_only
 def person(user_id: str) -> ResponseReturnValue:
-    try:
-        summary = support().summary(current_user, user_id)
-    except NotFound:
-        abort(404)
+    summary = support().summary(current_user, user_id)
     return render_template("staff/person.html", s=summary, reasons=BREAK_GLASS_REASONS, error=None)
 
 
 @bp.post("/people/<user_id>/memories")
 @staff_only
+@refusals(back_to_person)
 def open_memories(user_id: str) -> ResponseReturnValue:
-    try:
-        memories = support().open_memories(current_user, user_id, request.form.get("reason", ""),
-                                           request.form.get("ticket"))
-        person = support().summary(current_user, user_id)
-    except NotFound:
-        abort(404)
-    except Refusal as exc:
-        flash(refusal(exc.code), "error")
-        return redirect(url_for("staff.person", user_id=user_id), 303)
+    person, memories = support().open_memories(current_user, user_id, request.form.get("reason", ""),
+                                               request.form.get("ticket"))
     return render_template("staff/memories.html", s=person, memories=memories)
 
 
 @bp.post("/people/<user_id>/export")
 @staff_only
+@refusals(back_to_person)
 def export(user_id: str) -> ResponseReturnValue:
-    try:
-        data = support().export(current_user, user_id, request.form.get("ticket"))
-    except NotFound:
-        abort(404)
-    except Refusal as exc:
-        flash(refusal(exc.code), "error")
-        return redirect(url_for("staff.person", user_id=user_id), 303)
+    data = support().export(current_user, user_id, request.form.get("ticket"))
     return Response(json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
                     headers={"Content-Disposition": f'attachment; filename="access-{user_id}.json"'})
 
 
 @bp.post("/people/<user_id>/erasure")
 @staff_only
+@refusals(back_to_person)
 def log_erasure(user_id: str) -> ResponseReturnValue:
     received = _date(request.form.get("received", ""))
-    try:
-        created = support().log_erasure(current_user, user_id, request.form.get("ticket"), received)
-    except NotFound:
-        abort(404)
-    except Refusal as exc:
-        flash(refusal(exc.code), "error")
-        return redirect(url_for("staff.person", user_id=user_id), 303)
+    created = support().log_erasure(current_user, user_id, request.form.get("ticket"), received)
     flash(_("Erasure request logged."))
     return redirect(url_for("staff.erasure", request_id=created.id), 303)
 
@@ -109,23 +84,25 @@ def erasures() -> ResponseReturnValue:
     return render_template("staff/erasures.html", views=support().requests(current_user))
 
 
-@bp.route("/erasure/<request_id>", methods=["GET", "POST"])
+def erasure_page(request_id: str, error: str | None = None) -> ResponseReturnValue:
+    found = support().request(current_user, request_id)
+    return render_template("staff/erasure.html", r=found, error=error, everywhere=everywhere()), 422 if error else 200
+
+
+@bp.get("/erasure/<request_id>")
 @staff_only
 def erasure(request_id: str) -> ResponseReturnValue:
-    try:
-        found = support().request(current_user, request_id)
-    except NotFound:
-        abort(404)
-    error = None
-    if request.method == "POST":
-        try:
-            support().complete_erasure(current_user, request_id, request.form.get("confirm", ""))
-            flash(_("Erased: everything kept about this person in every organisation, and their account.")
-                  if everywhere() else _("Erased: everything kept about this person in their organisation, and their account."))
-            return redirect(url_for("staff.erasure", request_id=request_id), 303)
-        except Refusal as exc:
-            error = refusal(exc.code)
-    return render_template("staff/erasure.html", r=found, error=error, everywhere=everywhere()), 422 if error else 200
+    return erasure_page(request_id)
+
+
+@bp.post("/erasure/<request_id>")
+@staff_only
+@refusals(lambda text, request_id: erasure_page(request_id, text))
+def complete_erasure(request_id: str) -> ResponseReturnValue:
+    support().complete_erasure(current_user, request_id, request.form.get("confirm", ""))
+    flash(_("Erased: everything kept about this person in every organisation, and their account.")
+          if everywhere() else _("Erased: everything kept about this person in their organisation, and their account."))
+    return redirect(url_for("staff.erasure", request_id=request_id), 303)
 
 
 def everywhere() -> bool:

@@ -22,13 +22,14 @@ from flask.testing import FlaskClient
 from sqlalchemy.engine import Engine
 from werkzeug.serving import make_server
 
-from portal.adapters.sql.api_keys import PERMISSIONS, ApiKeys
+from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.client import MemoryClient
 from portal.config import load_config
+from portal.domain.people import PERMISSIONS
 from portal.domain.types import Place
 from portal.ports import Filters
 

@@ -30,12 +30,13 @@ from schemathesis.checks import (
 from schemathesis.config import SchemathesisConfig
 from sqlalchemy.engine import Engine
 
-from portal.adapters.sql.api_keys import PERMISSIONS, ApiKeys
+from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.app import create_app
 from portal.bootstrap import build_runtime
 from portal.config import load_config
 from portal.domain.options import new_id
+from portal.domain.people import PERMISSIONS
 from portal.domain.types import Place
 from portal.services.tools import TOOL_NAMES
 

@@ -54,6 +54,19 @@ def test_remember_replayed_is_applied_once(any_world: World) -> None:
 def test_a_refusal_is_replayed_too(world: World) -> None:
     first, _ = twice(world, "POST", f"{ADA}/memories", {"text": "   "})
     assert (first.status_code, first.json["code"]) == (422, "empty")
+    # The same body as without a key: kept or not, a refusal reads the same.
+    plain = world.raw().post(f"{ADA}/memories", json={"text": "   "}, headers=world.auth())
+    assert first.json == plain.json and "actual_revision" not in first.json
+
+
+def test_a_conflict_is_replayed_with_its_actual_revision(world: World) -> None:
+    memory_id = remembered(world, "Lives in Lyon")
+    world.raw().patch(f"{ADA}/memories/{memory_id}", json={"text": "Lives in Paris"}, headers=world.auth())
+    first, _ = twice(world, "PATCH", f"{ADA}/memories/{memory_id}", {"text": "Lives in Nice"}, **{"If-Match": '"1"'})
+    assert (first.status_code, first.json["code"], first.json["actual_revision"]) == (409, "conflict", 2)
+    plain = world.raw().patch(f"{ADA}/memories/{memory_id}", json={"text": "Lives in Nice"},
+                              headers=world.auth(**{"If-Match": '"1"'}))
+    assert first.json == plain.json
 
 
 def test_update_replayed_is_applied_once(world: World) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from portal.adapters.sql.api_keys import PERMISSIONS
+from portal.domain.people import PERMISSIONS
 
 from .conftest import API, World, endpoints, send, serving
 

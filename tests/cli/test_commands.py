@@ -19,7 +19,7 @@ from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import head_revision
 from portal.adapters.sql.store import SqlStore
 from portal.domain.types import Place
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 BIN = Path(sys.executable).parent / "memory-portal"
 
@@ -123,6 +123,14 @@ def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     assert "ada@demo.example" in demo.stdout  # how to sign in
     # Running it again keeps the same nine (reinforced, not duplicated).
     assert "demo-ada has 9 memories" in run(["demo"], env).stdout
+    # Paused in the portal, the demo person learns nothing, and running the demo again still works.
+    demo_id = next(line.split("\t")[0] for line in run(["tenant", "list"], env).stdout.splitlines() if "\tDemo\t" in line)
+    paused_engine = make_engine(f"sqlite:///{env['MEMORY_INSTANCE_PATH']}/memory.db")
+    MemoryService(SqlStore(paused_engine)).pause(Place("demo-ada", demo_id))
+    paused_engine.dispose()
+    again = run(["demo"], env)
+    assert again.returncode == 0, again.stderr
+    assert "demo-ada has 9 memories" in again.stdout
     exported = run(["export", "demo-ada", "--tenant", "Demo"], env)
     data = json.loads(exported.stdout)
     assert len(data["memories"]) == 9
@@ -184,3 +192,16 @@ def test_serve_answers_health_and_readiness_on_loopback(env: dict[str, str]) -> 
     # gunicorn, not Flask's development server, with two workers.
     assert "Booting worker" in output and "Development server" not in output
     assert output.count("Booting worker") >= 2
+
+
+@pytest.mark.parametrize("through", ["console script", "flask"])
+def test_commands_work_and_a_service_error_is_one_line_under_either_command(env: dict[str, str], through: str) -> None:
+    assert run(["db", "upgrade"], env).returncode == 0
+    command = [sys.executable, "-m", "flask", "--app", "portal"] if through == "flask" else [str(BIN)]
+    made = subprocess.run([*command, "tenant", "create", f"By {through}"], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert made.returncode == 0, made.stderr
+    assert f"\tBy {through}\t" in run(["tenant", "list"], env).stdout
+    answer = subprocess.run([*command, "export", " "], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert answer.returncode == 1
+    assert "Error: invalid_where" in answer.stderr and "Traceback" not in answer.stderr

@@ -21,9 +21,11 @@ from portal.adapters.sql.tables import idempotency_receipts, memories, memory_re
 from portal.bootstrap import Runtime, build_runtime
 from portal.cli import main
 from portal.config import load_config
-from portal.domain.types import Place, Refused, Saved
+from portal.domain.types import Place, Saved
 from portal.services.idempotency import Answer, once
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
+
+from ..expect import refused
 
 BIN = Path(sys.executable).parent / "memory-portal"
 HERE = Place("ada", "tenant-1")
@@ -114,8 +116,8 @@ def test_prune_erases_long_archived_memories(env, runtime_for) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 1}
     assert runtime.service.list(HERE, state="all").items == []
-    refused = runtime.service.undo(HERE, old.memory.id)
-    assert isinstance(refused, Refused) and refused.code == "not_found"
+    with refused("not_found"):
+        runtime.service.undo(HERE, old.memory.id)
 
 
 @pytest.mark.parametrize("value", ["90", "90x", "0d", "-1d", "1.5d", "d", "90 days", "1000000d", ""])

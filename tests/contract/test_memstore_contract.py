@@ -7,8 +7,9 @@ from itertools import count
 
 import pytest
 
+from portal.adapters.memory.records import InMemoryRecords
 from portal.adapters.memory.store import InMemoryStore
-from portal.contract import StoreContract
+from portal.contract import RecordsContract, StoreContract
 from portal.ports import Store
 
 
@@ -41,3 +42,13 @@ class TestInMemoryStoreWithEveryOption(StoreContract):
     @pytest.fixture
     def store(self) -> InMemoryStore:
         return InMemoryStore()
+
+
+class TestInMemoryRecords(RecordsContract):
+    @pytest.fixture
+    def store(self) -> InMemoryStore:
+        return InMemoryStore()
+
+    @pytest.fixture
+    def records(self, store: InMemoryStore) -> InMemoryRecords:
+        return InMemoryRecords(store)

@@ -15,7 +15,7 @@ from portal.adapters.sql.rotation import RotationCounts, rotate_keys, rows_to_vi
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memories
 from portal.domain.types import Place, Saved
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 HERE = Place("ada", "tenant-1")
 TEXTS = ["Likes green tea", "Lives in Lyon", "Works as a nurse", "Plays the cello", "Keeps bees"]

@@ -24,7 +24,7 @@ import pytest
 from argon2 import PasswordHasher
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, Playwright, ViewportSize, expect, sync_playwright
 
-from portal.adapters.sql import accounts as accounts_module
+from portal.adapters import passwords as passwords_module
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
@@ -78,7 +78,7 @@ def cheap_password_hashes() -> Iterator[None]:
     and the production cost (tens of MiB, several passes) would take most of the suite's time.
     Hashes still go through argon2 and carry their parameters, so sign-in is checked for real."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(accounts_module, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        patch.setattr(passwords_module, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
         yield
 
 

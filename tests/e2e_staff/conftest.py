@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
-from portal.adapters.sql.accounts import User
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
+from portal.domain.people import User
 from portal.domain.types import Saved, Source
 
 from ..status import StatusRecorder, served

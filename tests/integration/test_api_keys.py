@@ -13,10 +13,11 @@ import pytest
 from sqlalchemy import delete, event, select, update
 from sqlalchemy.engine import Engine
 
-from portal.adapters.sql import api_keys as api_keys_module
-from portal.adapters.sql.api_keys import PERMISSIONS, ApiKey, ApiKeys
+from portal.adapters import keys as key_tokens
+from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.tables import api_keys, tenants
 from portal.adapters.sql.tenants import Tenants
+from portal.domain.people import PERMISSIONS, ApiKey
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -132,7 +133,7 @@ def test_the_secret_is_compared_in_constant_time_whether_or_not_the_id_exists(
         calls.append((a, b))
         return real_compare(a, b)
 
-    monkeypatch.setattr(api_keys_module.hmac, "compare_digest", spying_compare)
+    monkeypatch.setattr(key_tokens.hmac, "compare_digest", spying_compare)
     assert keys.verify(token) is not None
     assert calls == [(stored.encode(), stored.encode())]
     calls.clear()

@@ -14,7 +14,7 @@ from portal.adapters.memory.store import InMemoryStore, _Tx
 from portal.domain.options import Options
 from portal.domain.rules import pattern_rule
 from portal.domain.types import Place, Saved
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 from ..fakes.llm_server import FakeLLMServer, Reply
 

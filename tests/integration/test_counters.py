@@ -4,10 +4,12 @@ under a limit of one), a window ends and starts again, and the keys are digests 
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from limits import parse
@@ -17,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.counters import SqlCounters, counters_engine
+from portal.adapters.sql.engine import make_engine
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -69,3 +72,31 @@ def test_the_sqlite_counters_live_in_a_file_of_their_own(sqlite_engine: Engine) 
     with sqlite_engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM sqlite_master WHERE name = 'rate_limit_counters'")).scalar() == 0
     engine.dispose()
+
+
+def _open_counters(database_path: str, start: Any, errors: Any) -> None:
+    engine = make_engine(f"sqlite:///{database_path}")
+    start.wait(30)
+    try:
+        made = counters_engine(engine)
+        assert made is not None
+        made.dispose()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails the test
+        errors.put(type(exc).__name__ + ": " + str(exc)[:200])
+    engine.dispose()
+
+
+def test_workers_booting_together_on_a_fresh_sqlite_file_all_open_the_counters(tmp_path: Path) -> None:
+    # Gunicorn starts its workers at once, and each makes the side file's table on first use: none
+    # may fail with "database is locked" (a read of the schema upgraded to a write is never retried).
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        path = tmp_path / f"memory-{attempt}.db"
+        start, errors = context.Barrier(6), context.Queue()
+        workers = [context.Process(target=_open_counters, args=(str(path), start, errors)) for _ in range(6)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        failures = [errors.get() for _ in range(errors.qsize())]
+        assert failures == [] and all(w.exitcode == 0 for w in workers), failures

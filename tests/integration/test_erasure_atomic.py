@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from portal.adapters.sql.store import SqlStore
 from portal.domain.audit import AuditNote
 from portal.domain.types import Place
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 HERE = Place("ada", "tenant-a")
 

@@ -15,9 +15,9 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
-from portal.domain.types import Place, Refused, Saved
+from portal.domain.types import Conflict, Place, Saved
 from portal.ports import Filters
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 HERE = Place("owner-a", "scope-1")
 THREADS = 8
@@ -62,12 +62,16 @@ def test_threads_updating_one_revision_let_exactly_one_win(engine: Engine) -> No
     assert isinstance(first, Saved) and first.memory.revision == 1
     memory_id = first.memory.id
 
-    results = all_at_once(
-        THREADS, lambda i: service.update(HERE, memory_id, text=f"Lives in city number {i}", expected_revision=1)
-    )
+    def update(i: int) -> Saved | Conflict:
+        try:
+            return service.update(HERE, memory_id, text=f"Lives in city number {i}", expected_revision=1)
+        except Conflict as lost:
+            return lost
+
+    results = all_at_once(THREADS, update)
 
     won = [r for r in results if isinstance(r, Saved)]
-    lost = [r for r in results if isinstance(r, Refused)]
+    lost = [r for r in results if isinstance(r, Conflict)]
     assert len(won) == 1 and len(lost) == THREADS - 1
     assert {(r.code, r.actual_revision) for r in lost} == {("conflict", 2)}
     now = service.get(HERE, memory_id)

@@ -23,7 +23,7 @@ from portal.domain.options import Options
 from portal.domain.recall.index import Entry, PlaceIndex, RecallCache
 from portal.domain.types import Embedding, Place, Saved
 from portal.ports import Filters
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 from ..fakes.embedders import HashEmbedder
 

@@ -12,7 +12,8 @@ from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import idempotency_receipts, memories, memory_revisions
-from portal.contract import StoreContract
+from portal.adapters.sql.uow import SqlRecords
+from portal.contract import RecordsContract, StoreContract
 
 
 class TestSqliteStore(StoreContract):
@@ -97,3 +98,24 @@ class TestSqliteStoreWithOddIds(StoreContract):
     def store(self, sqlite_engine: Engine) -> SqlStore:
         return SqlStore(sqlite_engine)
 
+
+
+class TestSqliteRecords(RecordsContract):
+    @pytest.fixture
+    def store(self, sqlite_engine: Engine) -> SqlStore:
+        return SqlStore(sqlite_engine)
+
+    @pytest.fixture
+    def records(self, store: SqlStore) -> SqlRecords:
+        return SqlRecords(store)
+
+
+@pytest.mark.postgres
+class TestPostgresRecords(RecordsContract):
+    @pytest.fixture
+    def store(self, pg_engine: Engine) -> SqlStore:
+        return SqlStore(pg_engine)
+
+    @pytest.fixture
+    def records(self, store: SqlStore) -> SqlRecords:
+        return SqlRecords(store)

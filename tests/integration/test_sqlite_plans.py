@@ -11,7 +11,7 @@ from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memories
 from portal.domain.options import Options
 from portal.domain.types import Place
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 M = memories.c
 

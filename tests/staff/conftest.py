@@ -26,15 +26,14 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from werkzeug.test import TestResponse
 
-from portal.adapters.sql.accounts import User
-from portal.adapters.sql.audit import AuditEntry
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.tables import api_keys, audit_log, erasure_requests, memories, tenants, users
-from portal.adapters.sql.tenants import Tenant
 from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
+from portal.domain.audit import AuditEntry
+from portal.domain.people import Tenant, User
 from portal.domain.types import Memory, Place, Saved, Source
 
 PASSWORD = "correct horse battery"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from portal.adapters.sql.accounts import User
+from portal.domain.people import User
 
 from .conftest import A1_WORDS, B1_TEXT, PASSWORD, Console, main_html, page_text
 
@@ -44,7 +44,7 @@ def staff_calls(person: User, request_id: str) -> list[Call]:
         Call("staff.erasure", "GET", f"/staff/erasure/{request_id}", about_person=True),
         Call("staff.audit", "GET", "/staff/audit"),
         Call("staff.audit_csv", "GET", "/staff/audit.csv"),
-        Call("staff.erasure", "POST", f"/staff/erasure/{request_id}", {"confirm": person.email}, about_person=True),
+        Call("staff.complete_erasure", "POST", f"/staff/erasure/{request_id}", {"confirm": person.email}, about_person=True),
     ]
 
 
@@ -66,7 +66,7 @@ ALLOWED = {
     ("staff.people", "GET"): 200, ("staff.person", "GET"): 200, ("staff.open_memories", "POST"): 200,
     ("staff.export", "POST"): 200, ("staff.log_erasure", "POST"): 303, ("staff.erasures", "GET"): 200,
     ("staff.erasure", "GET"): 200, ("staff.audit", "GET"): 200, ("staff.audit_csv", "GET"): 200,
-    ("staff.erasure", "POST"): 303, ("admin.index", "GET"): 200, ("admin.create_tenant", "POST"): 303,
+    ("staff.complete_erasure", "POST"): 303, ("admin.index", "GET"): 200, ("admin.create_tenant", "POST"): 303,
     ("admin.switch_ai", "POST"): 303, ("admin.create_staff", "POST"): 303, ("admin.create_key", "POST"): 200,
     ("admin.revoke_key", "POST"): 303, ("admin.end_sessions", "POST"): 303,
 }

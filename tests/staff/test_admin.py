@@ -68,7 +68,7 @@ def test_create_a_staff_account_that_can_sign_in(console: Console) -> None:
 
 def test_an_api_key_is_shown_once_verifies_and_can_be_revoked(console: Console) -> None:
     client = console.client(console.admin)
-    keys = console.runtime.administration.api_keys
+    keys = console.runtime.api_keys
     answer = client.post("/admin/keys", data={"tenant": console.b.id, "name": "assistant",
                                                "permission": ["memories:read", "erasure"]})
     assert answer.status_code == 200
@@ -101,4 +101,4 @@ def test_an_api_key_without_permissions_is_refused(console: Console) -> None:
     answer = client.post("/admin/keys", data={"tenant": console.a.id, "name": "nothing"})
     assert answer.status_code == 303
     assert "at least one permission" in page_text(client.get(answer.headers["Location"]))
-    assert console.runtime.administration.api_keys.list() == []
+    assert console.runtime.api_keys.list() == []

@@ -45,7 +45,7 @@ def do_everything(console: Console) -> None:
     assert admin.post("/admin/staff", data={"email": "nina@b.example", "name": "Nina New", "tenant": console.b.id,
                                             "role": "staff", "password": PASSWORD}).status_code == 303
     assert admin.post("/admin/keys", data={"tenant": console.b.id, "permission": ["erasure"]}).status_code == 200
-    key = console.runtime.administration.api_keys.list()[0]
+    key = console.runtime.api_keys.list()[0]
     assert admin.post(f"/admin/keys/{key.id}/revoke").status_code == 303
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
-from .conftest import A1_MEMORIES, A1_WORDS, B1_TEXT, Console, main_html, page_text
+from .conftest import A1_MEMORIES, A1_WORDS, B1_TEXT, PASSWORD, Console, main_html, page_text
 
 
 def found_emails(console: Console, query: str, staff: str = "sA") -> list[str]:
@@ -67,6 +68,19 @@ def test_a_person_with_nothing_kept(console: Console) -> None:
     fresh = console.runtime.accounts.create("cleo@a.example", "Cleo Fresh", console.a.id, "member", "x" * 12)
     text = page_text(console.client(console.sA).get(f"/staff/people/{fresh.id}"))
     assert "Memories 0" in text and "Last activity none" in text
+
+
+def test_signing_in_is_the_last_activity_staff_see(console: Console) -> None:
+    fresh = console.runtime.accounts.create("cleo@a.example", "Cleo Fresh", console.a.id, "member", PASSWORD)
+    before = datetime.now(UTC).replace(second=0, microsecond=0)
+    console.client(fresh, through_form=True)
+    seen = console.runtime.accounts.get(fresh.id)
+    assert seen is not None and seen.last_visit_at is not None and seen.last_visit_at >= before
+    text = page_text(console.client(console.sA).get(f"/staff/people/{fresh.id}"))
+    assert "Memories 0" in text and f"Last activity {seen.last_visit_at.strftime('%Y-%m-%d %H:%M')}" in text
+    # A wrong password is no visit.
+    console.app().test_client().post("/login", data={"email": fresh.email, "password": "wrong password!"})
+    assert console.runtime.accounts.get(fresh.id) == seen
 
 
 def test_break_glass_without_a_reason_is_refused_and_shows_no_text(console: Console) -> None:

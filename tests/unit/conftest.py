@@ -15,7 +15,7 @@ import pytest
 
 from portal.adapters.memory.store import InMemoryStore
 from portal.domain.types import Place
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 from ..fakes.embedders import HashEmbedder
 

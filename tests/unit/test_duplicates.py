@@ -8,6 +8,7 @@ import pytest
 
 from portal.domain.options import Options
 
+from ..expect import refused
 from .conftest import ConstantEmbedder, FailingEmbedder, HashEmbedder, active_texts, remember_ok
 
 CLOSE_A = "I really like green tea every morning"
@@ -71,7 +72,8 @@ def test_reinforce_fills_a_missing_vector(make_service, store, place):
 
 
 def test_an_unknown_on_duplicate_is_refused(service, place):
-    assert service.remember(place, "Likes tea", on_duplicate="merge").code == "invalid_on_duplicate"
+    with refused("invalid_on_duplicate"):
+        service.remember(place, "Likes tea", on_duplicate="merge")
     assert service.list(place).items == []
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from portal.domain.types import Memory, NotFound, Place, Receipt
 
+from ..expect import refused
 from .conftest import START, remember_ok
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -58,8 +59,10 @@ def test_forget_an_unknown_or_already_forgotten_id_is_not_found(service, place):
     assert caught.value.code == "not_found"
     with pytest.raises(NotFound):
         service.forget(place, "never-existed")
-    assert service.update(place, memory.id, text="Likes coffee").code == "not_found"
-    assert service.undo(place, memory.id).code == "not_found"
+    with refused("not_found"):
+        service.update(place, memory.id, text="Likes coffee")
+    with refused("not_found"):
+        service.undo(place, memory.id)
 
 
 def test_a_forgotten_memory_can_be_said_again_as_a_new_memory(service, place):

@@ -15,7 +15,7 @@ from portal.adapters.memory.store import InMemoryStore
 from portal.domain.options import Options
 from portal.domain.types import Place, Receipt
 from portal.services.idempotency import PENDING, Answer, StillRunning, once
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 from .conftest import FakeClock
 

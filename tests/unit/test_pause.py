@@ -7,6 +7,7 @@ import pytest
 
 from portal.domain.types import NotFound
 
+from ..expect import refused
 from .conftest import remember_ok
 
 
@@ -22,9 +23,12 @@ def test_pause_resume_and_is_paused(service, place):
 def test_paused_refuses_new_memories_and_duplicates_alike(service, place):
     memory = remember_ok(service, place, "Likes tea", importance=2)
     service.pause(place)
-    assert service.remember(place, "Lives in Lyon").code == "paused"
-    assert service.remember(place, "likes tea", importance=5, on_duplicate="reinforce").code == "paused"
-    assert service.remember(place, "LIKES TEA").code == "paused"
+    with refused("paused"):
+        service.remember(place, "Lives in Lyon")
+    with refused("paused"):
+        service.remember(place, "likes tea", importance=5, on_duplicate="reinforce")
+    with refused("paused"):
+        service.remember(place, "LIKES TEA")
     now = service.get(place, memory.id)
     assert (now.text, now.revision, now.importance) == ("Likes tea", 1, 2)
     assert [m.id for m in service.list(place).items] == [memory.id]

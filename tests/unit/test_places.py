@@ -7,6 +7,7 @@ import pytest
 
 from portal.domain.types import InvalidWhere, NotFound, Place
 
+from ..expect import refused
 from .conftest import remember_ok
 
 BLANK_OWNERS = ["", "   ", None]
@@ -94,9 +95,12 @@ def test_get_and_history_of_anothers_id_are_not_found(service, place, mine, othe
 
 
 def test_update_and_undo_from_another_place_refuse_not_found_and_change_nothing(service, place, mine, other):
-    assert service.update(other, mine.id, text="Alice eats peanuts every day").code == "not_found"
-    assert service.update(other, mine.id, pinned=False).code == "not_found"
-    assert service.undo(other, mine.id).code == "not_found"
+    with refused("not_found"):
+        service.update(other, mine.id, text="Alice eats peanuts every day")
+    with refused("not_found"):
+        service.update(other, mine.id, pinned=False)
+    with refused("not_found"):
+        service.undo(other, mine.id)
     _unchanged(service, place, mine)
     assert service.get(place, mine.id).pinned is True
 

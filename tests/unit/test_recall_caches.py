@@ -11,7 +11,7 @@ from portal.domain.options import Options
 from portal.domain.recall.ranking import WordIndex, bag, words_top
 from portal.domain.text import terms
 from portal.domain.types import Place
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 
 from .conftest import remember_ok
 

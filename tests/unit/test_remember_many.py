@@ -7,6 +7,7 @@ import pytest
 
 from portal.domain.options import Options
 
+from ..expect import refused
 from .conftest import FailingEmbedder, active_texts, remember_ok
 
 TURNS = [
@@ -72,7 +73,8 @@ def test_paused_refuses_every_text(service, place):
 def test_an_unknown_duplicate_mode_refuses_every_text(service, place):
     results = service.remember_many(place, ["Likes tea"], on_duplicate="merge")
     assert [r.code for r in results] == ["invalid_on_duplicate"]
-    assert service.remember(place, "Likes tea", on_duplicate="merge").code == "invalid_on_duplicate"
+    with refused("invalid_on_duplicate"):
+        service.remember(place, "Likes tea", on_duplicate="merge")
 
 
 def test_nothing_to_remember_answers_nothing(service, embedder, place):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from portal.domain.types import NotFound, Refused, Source
-from portal.services.memories import Undone
+from portal.domain.types import Conflict, NotFound, Source
+from portal.services.memory_service import Undone
 
+from ..expect import refused
 from .conftest import remember_ok
 
 
@@ -46,17 +47,19 @@ def test_kind_and_importance_stay_unless_given(service, place):
 def test_a_stale_expected_revision_is_a_conflict_and_changes_nothing(service, place):
     memory = remember_ok(service, place, "Lives in Lyon")
     service.update(place, memory.id, text="Lives in Paris")
-    stale = service.update(place, memory.id, text="Lives in Nice", expected_revision=1)
-    assert isinstance(stale, Refused)
-    assert (stale.code, stale.actual_revision) == ("conflict", 2)
+    with pytest.raises(Conflict) as stale:
+        service.update(place, memory.id, text="Lives in Nice", expected_revision=1)
+    assert (stale.value.code, stale.value.actual_revision) == ("conflict", 2)
     assert service.get(place, memory.id).text == "Lives in Paris"
     fresh = service.update(place, memory.id, text="Lives in Nice", expected_revision=2)
     assert fresh.ok and (fresh.memory.revision, fresh.memory.text) == (3, "Lives in Nice")
 
 
 def test_an_update_of_an_unknown_id_is_not_found(service, place):
-    assert service.update(place, "no-such-id", text="x").code == "not_found"
-    assert service.undo(place, "no-such-id").code == "not_found"
+    with refused("not_found"):
+        service.update(place, "no-such-id", text="x")
+    with refused("not_found"):
+        service.undo(place, "no-such-id")
 
 
 def test_in_place_overwrites_and_keeps_no_earlier_text(service, place):
@@ -67,8 +70,8 @@ def test_in_place_overwrites_and_keeps_no_earlier_text(service, place):
     # A new revision number (so stale writers are refused), and no earlier text at all.
     assert [(r.revision, r.text) for r in history] == [(2, "Divorced in 2019")]
     assert "affair" not in repr(service.export(place))
-    undone = service.undo(place, memory.id)
-    assert isinstance(undone, Refused) and undone.code == "nothing_to_undo"
+    with refused("nothing_to_undo"):
+        service.undo(place, memory.id)
     assert service.get(place, memory.id).text == "Divorced in 2019"
 
 
@@ -76,8 +79,8 @@ def test_an_in_place_edit_after_an_update_has_nothing_to_undo(service, place):
     memory = remember_ok(service, place, "Lives in Lyon")
     service.update(place, memory.id, text="Lives in Paris")
     service.update(place, memory.id, text="Lives in Paris, France", in_place=True)
-    undone = service.undo(place, memory.id)
-    assert isinstance(undone, Refused) and undone.code == "nothing_to_undo"
+    with refused("nothing_to_undo"):
+        service.undo(place, memory.id)
     assert service.get(place, memory.id).text == "Lives in Paris, France"
 
 
@@ -118,8 +121,8 @@ def test_a_second_undo_never_deletes_the_restored_memory(service, place):
     memory = remember_ok(service, place, "Lives in Lyon")
     service.update(place, memory.id, text="Lives in Paris")
     assert service.undo(place, memory.id).ok
-    again = service.undo(place, memory.id)
-    assert isinstance(again, Refused) and again.code == "nothing_to_undo"
+    with refused("nothing_to_undo"):
+        service.undo(place, memory.id)
     assert service.get(place, memory.id).text == "Lives in Lyon"
 
 
@@ -171,6 +174,6 @@ def test_a_writer_holding_a_revision_undone_since_gets_a_conflict(service, place
     seen_by_tab = service.update(place, memory.id, text="Lives in Paris").memory  # a second tab reads this
     service.undo(place, memory.id)
     service.update(place, memory.id, text="Lives in Berlin")
-    stale = service.update(place, memory.id, text="Lives in Nice", expected_revision=seen_by_tab.revision)
-    assert isinstance(stale, Refused) and stale.code == "conflict"
+    with refused("conflict"):
+        service.update(place, memory.id, text="Lives in Nice", expected_revision=seen_by_tab.revision)
     assert service.get(place, memory.id).text == "Lives in Berlin"

@@ -17,9 +17,10 @@ from portal.domain.audit import AuditNote
 from portal.domain.recall.index import PlaceIndex, RecallCache
 from portal.domain.types import Place
 from portal.services.idempotency import REDACTED, Answer, content_free, once
-from portal.services.memories import MemoryService
+from portal.services.memory_service import MemoryService
 from portal.services.tools import run_tool
 
+from ..expect import refused
 from .conftest import remember_ok
 
 WORDS = "Had knee surgery in Zqvarn"
@@ -104,7 +105,8 @@ def test_while_paused_a_models_correction_and_forget_are_refused(service, place)
     assert (corrected["ok"], corrected.get("reason")) == (False, "paused")
     forgotten = run_tool(service, place, "forget", {"id": memory.id})
     assert (forgotten["ok"], forgotten.get("reason")) == (False, "paused")
-    assert service.update(place, memory.id, text="Lives in Nice", origin="inferred").code == "paused"
+    with refused("paused"):
+        service.update(place, memory.id, text="Lives in Nice", origin="inferred")
     now = service.get(place, memory.id)
     assert (now.text, now.revision) == ("Lives in Lyon", 1)
     # The person's own hand still corrects and erases.
@@ -144,7 +146,8 @@ def test_saying_the_same_thing_again_makes_no_revision(service, place):
         assert again.ok and again.reinforced and again.replaced_id is None
     assert service.get(place, first.id).revision == 1
     assert [r.revision for r in service.history(place, first.id)] == [1]
-    assert service.undo(place, first.id).code == "nothing_to_undo"
+    with refused("nothing_to_undo"):
+        service.undo(place, first.id)
     assert service.update(place, first.id, text="Prefers long answers", expected_revision=1).ok
 
 

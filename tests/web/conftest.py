@@ -23,12 +23,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from portal.adapters.sql.accounts import User
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import upgrade
 from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config
+from portal.domain.people import User
 from portal.domain.types import Memory, Saved, Source
 
 PASSWORD = "correct horse battery"

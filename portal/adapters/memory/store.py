@@ -382,21 +382,41 @@ class InMemoryStore:
         return marked
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
-        memories = revisions = settings = refs = receipts = tombstones = 0
-        chosen = [p for p in list(self._places) if p.owner_id == owner_id and (scopes is None or p.scope in scopes)]
-        for place in chosen:
-            with self._lock(place):
-                data = self._places.pop(place)
-                memories += len(data.memories)
-                revisions += sum(len(v) for v in data.revisions.values())
-                settings += 1 if data.settings is not None else 0
-                refs += len(data.refs)
-                receipts += len(data.receipts)
-                tombstones += len(data.tombstones)
-        counts = PurgeCounts(memories, revisions, settings, refs, receipts, tombstones)
+        counts, _taken = self.take_owner(owner_id, scopes)
         if record is not None:
             self.audit_entries.append(replace(record, counts=counts.to_json()))
         return counts
+
+    def take_owner(self, owner_id: str, scopes: Sequence[str] | None, hold: bool = False,
+                   ) -> tuple[PurgeCounts, dict[Place, _PlaceData]]:
+        """Remove the owner's places (in `scopes`, or all) and answer their counts and their data.
+        With `hold`, each place's lock stays held (a writer of that place waits) until `release`,
+        which puts the data back or lets it go: an in-memory unit of work rolled back or committed."""
+        memories = revisions = settings = refs = receipts = tombstones = 0
+        taken: dict[Place, _PlaceData] = {}
+        chosen = [p for p in list(self._places) if p.owner_id == owner_id and (scopes is None or p.scope in scopes)]
+        for place in chosen:
+            lock = self._lock(place)
+            lock.acquire()
+            try:
+                data = taken[place] = self._places.pop(place, _PlaceData())
+            finally:
+                if not hold:
+                    lock.release()
+            memories += len(data.memories)
+            revisions += sum(len(v) for v in data.revisions.values())
+            settings += 1 if data.settings is not None else 0
+            refs += len(data.refs)
+            receipts += len(data.receipts)
+            tombstones += len(data.tombstones)
+        return PurgeCounts(memories, revisions, settings, refs, receipts, tombstones), taken
+
+    def release(self, taken: dict[Place, _PlaceData], restore: bool) -> None:
+        """Let go of places `take_owner(hold=True)` took: put their data back first with `restore`."""
+        for place, data in taken.items():
+            if restore:
+                self._places[place] = data
+            self._lock(place).release()
 
     def needing_vector(self, model: str, dim: int | None, limit: int) -> builtins.list[NeedsVector]:
         out: builtins.list[NeedsVector] = []

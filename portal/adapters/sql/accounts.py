@@ -6,67 +6,19 @@ tenant, which a memory about this person must not carry.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import datetime
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import RowMapping
 
+from portal.adapters.passwords import hash_password, verify_password
 from portal.adapters.sql.binding import Bind, reading, writing
 from portal.adapters.sql.tables import tenants, users
 from portal.domain.options import new_id, utc_now
+from portal.domain.people import AccountError, User, check_language, check_new_account, check_password
 from portal.domain.types import Place
-from portal.inputs import is_valid_id
-
-ROLES = ("member", "staff", "admin")
-LANGUAGES = ("en", "fr")
-EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
-MIN_PASSWORD = 10
-
-_hasher = PasswordHasher()
-# Verified against when the e-mail is unknown, so a miss costs what a wrong password does.
-_DUMMY = _hasher.hash("no such account, no such password")
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    id: str
-    email: str
-    name: str
-    role: str
-    tenant_id: str
-    owner_id: str
-    language: str
-    created_at: datetime
-    last_visit_at: datetime | None
-    session_epoch: int = 0
-
-    @property
-    def place(self) -> Place:
-        """Where this person's memories live: their owner id in their tenant."""
-        return Place(self.owner_id, self.tenant_id)
-
-    # flask-login's user protocol, without importing Flask here
-    is_authenticated = True
-    is_active = True
-    is_anonymous = False
-
-    def get_id(self) -> str:
-        """What a sign-in session keeps: the account and the epoch it began in (see `Accounts.signed_in`)."""
-        return f"{self.id}:{self.session_epoch}"
-
-
-class AccountError(ValueError):
-    """A refused account change, with a stable code."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
 
 
 class Accounts:
@@ -77,22 +29,10 @@ class Accounts:
         self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
         language: str = "en",
     ) -> User:
-        email = email.strip().lower()
-        if not EMAIL.match(email):
-            raise AccountError("invalid_email")
-        if not name.strip() or len(name) > 200:
-            raise AccountError("invalid_name")
-        if role not in ROLES:
-            raise AccountError("invalid_role")
-        if language not in LANGUAGES:
-            raise AccountError("invalid_language")
-        if len(password) < MIN_PASSWORD:
-            raise AccountError("password_too_short")
-        if owner_id is not None and not is_valid_id(owner_id):
-            raise AccountError("invalid_owner_id")
+        email = check_new_account(email, name, role, password, owner_id, language)
         user_id = new_id()
         row = {
-            "id": user_id, "email": email, "name": name.strip(), "password_hash": _hasher.hash(password), "role": role,
+            "id": user_id, "email": email, "name": name.strip(), "password_hash": hash_password(password), "role": role,
             "tenant_id": tenant_id, "owner_id": owner_id or user_id, "language": language, "created_at": utc_now(),
             "last_visit_at": None, "session_epoch": 0,
         }
@@ -102,18 +42,10 @@ class Accounts:
             # ON CONFLICT DO NOTHING, not a caught unique violation: PostgreSQL logs a violation's
             # key, and the e-mail address would stay in the server's log after the account's erasure.
             dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-            if not conn.execute(dialect_insert(users).values(**row).on_conflict_do_nothing()).rowcount:
+            # RETURNING, not rowcount: an INSERT's rowcount is -1 on PostgreSQL here (psycopg).
+            if conn.execute(dialect_insert(users).values(**row).on_conflict_do_nothing().returning(users.c.id)).first() is None:
                 raise AccountError("email_taken")
         return _user(row)
-
-    def signed_in(self, session_id: str) -> User | None:
-        """The account of a sign-in session (`User.get_id`), or None once its epoch has passed:
-        the account signed out, changed its password or had its sessions ended."""
-        user_id, _, epoch = str(session_id).partition(":")
-        user = self.get(user_id)
-        if user is None or not epoch.isdigit() or int(epoch) != user.session_epoch:
-            return None
-        return user
 
     def end_sessions(self, user_id: str) -> bool:
         """End every sign-in session of the account, in every worker (raises its epoch)."""
@@ -125,11 +57,10 @@ class Accounts:
 
     def set_password(self, user_id: str, password: str) -> bool:
         """A new password, and every session of the account ended."""
-        if len(password) < MIN_PASSWORD:
-            raise AccountError("password_too_short")
+        check_password(password)
         with writing(self.bind) as conn:
             done = conn.execute(update(users).where(users.c.id == user_id).values(
-                password_hash=_hasher.hash(password), session_epoch=users.c.session_epoch + 1)).rowcount
+                password_hash=hash_password(password), session_epoch=users.c.session_epoch + 1)).rowcount
         return bool(done)
 
     def get(self, user_id: str) -> User | None:
@@ -139,8 +70,10 @@ class Accounts:
 
     def find(self, query: str, tenant_ids: list[str] | None = None) -> list[User]:
         """Accounts whose e-mail, name or owner id matches (staff search), within `tenant_ids`."""
-        needle = f"%{query.strip().lower()}%"
-        condition = or_(users.c.email.like(needle), users.c.name.ilike(needle), users.c.owner_id == query.strip())
+        needle = query.strip().lower()
+        # autoescape: "%" and "_" typed by staff are characters, not wildcards matching every account.
+        condition = or_(users.c.email.contains(needle, autoescape=True), users.c.name.icontains(needle, autoescape=True),
+                        users.c.owner_id == query.strip())
         statement = select(users).where(condition).order_by(users.c.email).limit(50)
         if tenant_ids is not None:
             statement = statement.where(users.c.tenant_id.in_(tenant_ids))
@@ -151,15 +84,12 @@ class Accounts:
         """The account for these credentials, or None; the same work is done for unknown e-mails."""
         with reading(self.bind) as conn:
             row = conn.execute(select(users).where(users.c.email == email.strip().lower())).mappings().first()
-        try:
-            _hasher.verify(row["password_hash"] if row else _DUMMY, password)
-        except (VerifyMismatchError, VerificationError, InvalidHashError):
+        if not verify_password(row["password_hash"] if row else None, password):
             return None
         return _user(row) if row else None
 
     def set_language(self, user_id: str, language: str) -> None:
-        if language not in LANGUAGES:
-            raise AccountError("invalid_language")
+        check_language(language)
         with writing(self.bind) as conn:
             conn.execute(update(users).where(users.c.id == user_id).values(language=language))
 

@@ -4,7 +4,6 @@ columns hold ids, codes, counts and ticket references, and nothing else."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import insert, select, update
@@ -14,21 +13,7 @@ from portal.adapters.sql.binding import Bind, reading, writing
 from portal.adapters.sql.tables import audit_log, erasure_requests
 from portal.domain.audit import AuditEntry
 from portal.domain.options import new_id, utc_now
-
-
-@dataclass(frozen=True, slots=True)
-class ErasureRequest:
-    id: str
-    tenant_id: str
-    subject_owner_id: str
-    subject_user_id: str | None
-    ticket: str | None
-    received_at: datetime
-    requested_by: str
-    state: str
-    completed_at: datetime | None
-    completed_by: str | None
-    counts: dict[str, int] | None
+from portal.domain.people import ErasureRequest
 
 
 class AuditLog:

@@ -55,7 +55,11 @@ def counters_engine(database: Engine) -> Engine | None:
         # Counts lost in a power cut cost a few extra tries: no fsync on every request.
         dbapi_connection.cursor().execute("PRAGMA synchronous=OFF")
 
-    counters_metadata.create_all(engine)
+    # In a BEGIN IMMEDIATE transaction: workers booting together all make the table, and a plain
+    # create_all reads the schema first, then its write fails at once with "database is locked"
+    # (SQLite does not wait on a read upgraded to a write); an immediate one waits its turn.
+    with engine.connect() as conn, conn.execution_options(sqlite_begin="IMMEDIATE").begin():
+        counters_metadata.create_all(conn)
     return engine
 
 

@@ -33,6 +33,7 @@ from portal.adapters.sql.tables import (
     memory_settings,
     memory_tombstones,
 )
+from portal.domain.options import utc_now
 from portal.domain.types import Source
 
 M = memories.c
@@ -133,6 +134,4 @@ def sources_of(raw: str) -> tuple[Source, ...]:
 
 
 def now() -> datetime:
-    from portal.domain.options import utc_now
-
     return utc_now()

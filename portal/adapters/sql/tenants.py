@@ -4,71 +4,67 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime
 
-from sqlalchemy import insert, or_, select, update
-from sqlalchemy.engine import Engine, RowMapping
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import RowMapping
 
+from portal.adapters.sql.binding import Bind, reading, writing
 from portal.adapters.sql.tables import tenants
 from portal.domain.options import new_id, utc_now
+from portal.domain.people import Tenant, TenantExists, check_tenant_name
 from portal.domain.types import Place
-from portal.inputs import is_valid_text
 
 AI_SWITCH_TTL = 5.0
 
 
-@dataclass(frozen=True, slots=True)
-class Tenant:
-    id: str
-    name: str
-    ai_enabled: bool
-    created_at: datetime
-
-
-class TenantExists(ValueError):
-    code = "tenant_exists"
-
-
 class Tenants:
     """Tenant records and the per-tenant AI switch (read through a short cache, so a switch made
-    in one process reaches the others within AI_SWITCH_TTL seconds)."""
+    in one process reaches the others within AI_SWITCH_TTL seconds). On an engine each change
+    commits alone; on a unit of work's connection it commits with the unit, which names the
+    switches it changed in `switched` (`SqlRecords.unit` then drops this process's cached ones)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, bind: Bind) -> None:
+        self.bind = bind
         self._cache: dict[str, tuple[float, bool]] = {}
         self._guard = threading.Lock()
+        self.switched: set[str] = set()
 
     def create(self, name: str, ai_enabled: bool = True) -> Tenant:
-        name = name.strip()
-        if not name or len(name) > 200 or not is_valid_text(name):
-            raise ValueError("a tenant needs a name of at most 200 characters")
+        name = check_tenant_name(name)
         tenant = Tenant(new_id(), name, ai_enabled, utc_now())
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(insert(tenants).values(**_values(tenant)))
-        except IntegrityError:
-            raise TenantExists(name) from None
+        with writing(self.bind) as conn:
+            # ON CONFLICT DO NOTHING, not a caught violation: in a unit of work on PostgreSQL a
+            # violation would abort the whole transaction (and the audit entry meant to go with it).
+            dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            added = dialect_insert(tenants).values(**_values(tenant)).on_conflict_do_nothing().returning(tenants.c.id)
+            if conn.execute(added).first() is None:  # RETURNING: an INSERT's rowcount is -1 on PostgreSQL
+                raise TenantExists(name)
         return tenant
 
     def find(self, name_or_id: str) -> Tenant | None:
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             row = conn.execute(
                 select(tenants).where(or_(tenants.c.id == name_or_id, tenants.c.name == name_or_id))
             ).mappings().first()
         return _tenant(row) if row else None
 
     def all(self) -> list[Tenant]:
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             return [_tenant(r) for r in conn.execute(select(tenants).order_by(tenants.c.name)).mappings()]
 
     def set_ai(self, tenant_id: str, enabled: bool) -> bool:
-        with self.engine.begin() as conn:
+        with writing(self.bind) as conn:
             done = conn.execute(update(tenants).where(tenants.c.id == tenant_id).values(ai_enabled=enabled)).rowcount
+        self.switched.add(tenant_id)
+        self.forget_switch(tenant_id)
+        return bool(done)
+
+    def forget_switch(self, tenant_id: str) -> None:
+        """Read the tenant's AI switch from the database next time (it changed)."""
         with self._guard:
             self._cache.pop(tenant_id, None)
-        return bool(done)
 
     def ai_enabled(self, place: Place) -> bool:
         """The tenant's switch for this place's scope; a scope that is no tenant is on."""
@@ -77,7 +73,7 @@ class Tenants:
             cached = self._cache.get(place.scope)
         if cached and cached[0] > now:
             return cached[1]
-        with self.engine.connect() as conn:
+        with reading(self.bind) as conn:
             value = conn.execute(select(tenants.c.ai_enabled).where(tenants.c.id == place.scope)).scalar()
         enabled = True if value is None else bool(value)
         with self._guard:

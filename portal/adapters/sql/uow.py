@@ -11,16 +11,19 @@ dropped right after it; once the writer lock is let go, the store cleans up afte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection, RootTransaction
 
 from portal.adapters.sql.accounts import Accounts
+from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.audit import AuditLog, ErasureRequests
 from portal.adapters.sql.engine import lock_place
 from portal.adapters.sql.tables import OWNER_TABLES, memories
+from portal.adapters.sql.tenants import Tenants
 from portal.domain.audit import AuditEntry
 from portal.domain.types import PurgeCounts
 
@@ -36,6 +39,8 @@ class SqlUnitOfWork:
         self.audit = AuditLog(conn)
         self.accounts = Accounts(conn)
         self.erasures = ErasureRequests(conn)
+        self.tenants = Tenants(conn)
+        self.api_keys = ApiKeys(conn)
         self._erased_owners: set[str] = set()
         self._erased_nothing = True
         self.committed = False
@@ -65,6 +70,27 @@ class SqlUnitOfWork:
         when it erased nothing (an empty erasure repeated by anyone costs no VACUUM)."""
         if self._erased_owners and not self._erased_nothing:
             self.store.after_erasure(person=True)
+
+
+class SqlRecords:
+    """The records of a SQL database (`portal.ports.Records`): reads on the engine, each its own
+    transaction; changes in `unit()`, on the store's unit of work."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.accounts = Accounts(store.engine)
+        self.audit = AuditLog(store.engine)
+        self.erasures = ErasureRequests(store.engine)
+        self.tenants = Tenants(store.engine)
+        self.api_keys = ApiKeys(store.engine)
+
+    @contextmanager
+    def unit(self) -> Iterator[SqlUnitOfWork]:
+        with self.store.unit() as uow:
+            yield uow
+        if uow.committed:
+            for tenant_id in uow.tenants.switched:  # this process reads the new switch at once
+                self.tenants.forget_switch(tenant_id)
 
 
 def purge(conn: Connection, postgres: bool, owner_id: str, scopes: Sequence[str] | None) -> PurgeCounts:

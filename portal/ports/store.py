@@ -11,51 +11,16 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from portal.domain.audit import AuditEntry
+from portal.domain.queries import Cursor, Filters, NeedsVector, Settings
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
 
-
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """Narrowing shared by list, recall and the vector and word searches."""
-
-    state: str | None = "active"
-    kinds: tuple[str, ...] | None = None
-    channel: str | None = None
-    seen: bool | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    pinned: bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Cursor:
-    """Keyset position: the listing continues strictly after (older than) this memory."""
-
-    created_at: datetime
-    id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    paused: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class NeedsVector:
-    """A memory that `reindex` should embed: no vector, or one of another model."""
-
-    place: Place
-    id: str
-    revision: int
-    text: str
-    updated_at: datetime
+__all__ = ["Cursor", "Filters", "NeedsVector", "Settings", "Store", "StoreTx", "as_vector"]  # the port's vocabulary
 
 
 @runtime_checkable

@@ -1,0 +1,74 @@
+"""What every command shares: the runtime, tenant references, the schema, and the one answer to
+the services' errors (a one-line message naming the code and a non-zero exit)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import click
+from flask import current_app
+
+from portal.adapters.sql.migrate import upgrade
+from portal.adapters.sql.vector_extension import VectorExtensionError
+from portal.bootstrap import Runtime, build_runtime
+from portal.config import ConfigError, load_config
+from portal.domain.errors import MemoryServiceError
+
+
+def refusals_as_errors(command: click.Command) -> click.Command:
+    """The command (each command of a group) answers a service's refusal as a one-line error
+    naming its code and a non-zero exit, never a traceback: under the console script and under
+    `flask --app portal` alike."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            refusals_as_errors(sub)
+        return command
+    callback = command.callback
+    if callback is None or getattr(callback, "answers_refusals", False):
+        return command
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except MemoryServiceError as exc:
+            raise click.ClickException(exc.code) from None
+
+    run.answers_refusals = True  # type: ignore[attr-defined]
+    command.callback = run
+    return command
+
+
+def current_runtime() -> Runtime:
+    """The app's runtime under `flask`, or one built from the environment for the console script."""
+    # In the invocation's `meta` (shared by every context of one command line), not in `obj`:
+    # under flask, `obj` is flask's own ScriptInfo.
+    meta = click.get_current_context().meta
+    if "memory_runtime" not in meta:
+        try:
+            meta["memory_runtime"] = current_app.extensions["memory_runtime"]
+        except RuntimeError:  # no app context: the console script
+            try:
+                meta["memory_runtime"] = build_runtime(load_config())
+            except ConfigError as exc:
+                raise click.ClickException(str(exc)) from None
+    found: Runtime = meta["memory_runtime"]
+    return found
+
+
+def tenant_ref_id(found: Runtime, name_or_id: str | None) -> str:
+    if name_or_id is None:
+        return ""
+    tenant = found.tenants.find(name_or_id)
+    if tenant is None:
+        raise click.ClickException(f"no tenant named or numbered {name_or_id!r}")
+    return tenant.id
+
+
+def upgrade_schema(found: Runtime) -> None:
+    """Migrate to head; a PostgreSQL whose pgvector is missing or too old is a clear error."""
+    try:
+        upgrade(found.engine)
+    except VectorExtensionError as exc:
+        raise click.ClickException(str(exc)) from None

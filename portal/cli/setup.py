@@ -1,0 +1,203 @@
+"""Setting up: the schema, tenants, API keys, accounts, and the demo.
+
+Each command calls the runtime's stores or services and prints ids and counts, never a person's words.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from portal.adapters.sql.migrate import current_revision
+from portal.cli.common import current_runtime, tenant_ref_id, upgrade_schema
+from portal.domain.errors import Refused
+from portal.domain.people import AccountError, TenantExists
+from portal.domain.types import Place, Source
+
+DEMO_TENANT = "Demo"
+DEMO_OWNER = "demo-ada"
+DEMO_EMAIL = "ada@demo.example"
+DEMO_NAME = "Ada"
+DEMO_PASSWORD = "demo-password"  # noqa: S105 - a published demo account, printed on purpose
+DEMO_LEARNT = (("Is thinking about adopting a second cat", "goal", 3),)
+DEMO_MEMORIES = (
+    ("Prefers short answers with an example first", "preference", 5),
+    ("Is learning Spanish before a trip to Seville in May", "goal", 4),
+    ("Works as a nurse on night shifts", "fact", 4),
+    ("Has a cat called Miso", "fact", 3),
+    ("Likes green tea, not coffee", "preference", 3),
+    ("Felt anxious about the driving test last week", "feeling", 2),
+    ("Ran a first 10 km race in October", "event", 3),
+    ("Writes Python and a little C# at work", "fact", 3),
+)
+
+
+@click.group()
+def db() -> None:
+    """The database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the migrations (idempotent); creates the vector extension on PostgreSQL.
+
+    Refuses a PostgreSQL server whose pgvector is older than the version the code needs."""
+    runtime = current_runtime()
+    upgrade_schema(runtime)
+    click.echo(f"database at revision {current_revision(runtime.engine)}")
+
+
+@click.group()
+def tenant() -> None:
+    """Tenants (scopes) and their AI switch."""
+
+
+@tenant.command("create")
+@click.argument("name")
+@click.option("--ai/--no-ai", default=True, help="Whether the assistant's AI is on for this tenant.")
+def tenant_create(name: str, ai: bool) -> None:
+    """Make a tenant; prints its id."""
+    try:
+        created = current_runtime().tenants.create(name, ai_enabled=ai)
+    except TenantExists:
+        raise click.ClickException(f"a tenant named {name!r} exists already") from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(created.id)
+
+
+@tenant.command("list")
+def tenant_list() -> None:
+    """Tenants with their id and AI switch."""
+    for t in current_runtime().tenants.all():
+        click.echo(f"{t.id}\t{t.name}\tai={'on' if t.ai_enabled else 'off'}")
+
+
+@tenant.command("ai")
+@click.argument("tenant_ref")
+@click.argument("state", type=click.Choice(["on", "off"]))
+def tenant_ai(tenant_ref: str, state: str) -> None:
+    """Switch the assistant's AI on or off for a tenant."""
+    runtime = current_runtime()
+    runtime.tenants.set_ai(tenant_ref_id(runtime, tenant_ref), state == "on")
+    click.echo(f"ai {state}")
+
+
+@click.group("api-key")
+def api_key() -> None:
+    """API keys for the JSON API (shown once, stored hashed, revocable)."""
+
+
+@api_key.command("create")
+@click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id the key is scoped to.")
+@click.option(
+    "--permission", "permissions", multiple=True, required=True,
+    help="memories:read, memories:write, consolidate or erasure; repeat for several.",
+)
+@click.option("--name", default=None, help="A label to recognise the key by.")
+def api_key_create(tenant_ref: str, permissions: tuple[str, ...], name: str | None) -> None:
+    """Make a key; prints it alone on stdout. It is not stored and cannot be shown again."""
+    runtime = current_runtime()
+    try:
+        _, token = runtime.api_keys.create(tenant_ref_id(runtime, tenant_ref), permissions, name=name)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(token)
+
+
+@api_key.command("list")
+@click.option("--tenant", "tenant_ref", default=None, help="Only this tenant's keys (name or id).")
+def api_key_list(tenant_ref: str | None) -> None:
+    """Keys with id, tenant, name, prefix, permissions, creation and revocation; never the secret."""
+    runtime = current_runtime()
+    tenant_id = tenant_ref_id(runtime, tenant_ref) if tenant_ref is not None else None
+    names = {t.id: t.name for t in runtime.tenants.all()}
+    for key in runtime.api_keys.list(tenant_id):
+        revoked = f"revoked={key.revoked_at.isoformat(timespec='seconds')}" if key.revoked_at else "active"
+        click.echo(
+            f"{key.id}\t{names.get(key.tenant_id, key.tenant_id)}\t{key.name or '-'}\t{key.prefix}"
+            f"\t{','.join(sorted(key.permissions))}\tcreated={key.created_at.isoformat(timespec='seconds')}\t{revoked}"
+        )
+
+
+@api_key.command("revoke")
+@click.argument("key_id")
+def api_key_revoke(key_id: str) -> None:
+    """Revoke a key for good: requests bearing it are refused from now on."""
+    if not current_runtime().api_keys.revoke(key_id):
+        raise click.ClickException(f"no active API key {key_id!r}")
+    click.echo(f"revoked {key_id}")
+
+
+@click.command()
+@click.option("--url", default="http://127.0.0.1:8000/", show_default=True,
+              help="Where the portal will be served, for the sign-in hint (`make run` passes its HOST and PORT).")
+def demo(url: str) -> None:
+    """A demo tenant and a demo person with memories; prints how to look at them."""
+    runtime = current_runtime()
+    upgrade_schema(runtime)
+    found = runtime.tenants.find(DEMO_TENANT) or runtime.tenants.create(DEMO_TENANT)
+    place = Place(DEMO_OWNER, found.id)
+    background = {"origin": "inferred", "channel": "background",
+                  "sources": (Source("consolidation", "demo-conversation"),)}
+    for (text, kind, importance), settings in [*((m, {}) for m in DEMO_MEMORIES), *((m, background) for m in DEMO_LEARNT)]:
+        try:
+            runtime.service.remember(place, text, kind=kind, importance=importance, on_duplicate="reinforce", **settings)
+        except Refused:  # the demo person paused learning in the portal: what was kept stays as it is
+            pass
+    kept = len(runtime.service.list(place, limit=100).items)
+    try:
+        runtime.accounts.create(DEMO_EMAIL, DEMO_NAME, found.id, "member", DEMO_PASSWORD, owner_id=DEMO_OWNER)
+    except AccountError as exc:
+        if exc.code != "email_taken":
+            raise click.ClickException(exc.code) from None
+    click.echo(f"demo tenant {found.id} ({DEMO_TENANT}); person {DEMO_OWNER} has {kept} memories")
+    click.echo(f"sign in at {url} as {DEMO_EMAIL} with the password {DEMO_PASSWORD}")
+
+
+@click.group()
+def user() -> None:
+    """Portal accounts."""
+
+
+@user.command("create")
+@click.option("--email", required=True)
+@click.option("--name", required=True)
+@click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id.")
+@click.option("--role", type=click.Choice(["member", "staff", "admin"]), default="member", show_default=True)
+@click.option("--owner-id", default=None, help="The id the assistant backend keeps this person's memories under.")
+@click.option("--language", type=click.Choice(["en", "fr"]), default="en", show_default=True)
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+def user_create(
+    email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str, password_stdin: bool
+) -> None:
+    """Make an account; prints its owner id (the account's own id unless --owner-id is given)."""
+    runtime = current_runtime()
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        created = runtime.accounts.create(email, name, tenant_ref_id(runtime, tenant_ref), role, password,
+                                          owner_id=owner_id, language=language)
+    except AccountError as exc:
+        raise click.ClickException(exc.code) from None
+    click.echo(created.owner_id)
+
+
+@user.command("set-password")
+@click.option("--email", required=True)
+@click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
+def user_set_password(email: str, password_stdin: bool) -> None:
+    """Give an account a new password; every session it has is ended."""
+    runtime = current_runtime()
+    found = [u for u in runtime.accounts.find(email) if u.email == email.strip().lower()]
+    if not found:
+        raise click.ClickException(f"no account with the e-mail {email!r}")
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        runtime.accounts.set_password(found[0].id, password)
+    except AccountError as exc:
+        raise click.ClickException(exc.code) from None
+    click.echo(f"password changed for {found[0].id}; its sessions have ended")
+
+
+COMMANDS = (db, tenant, api_key, demo, user)

@@ -1,0 +1,144 @@
+"""What a text must be to be kept, and what keeping it does to the memories already there: the
+checks every write runs (text, kind, content rules, other people's names), the duplicate it may
+meet, the cap, and the provenance a correction keeps. Used by `Memories`; raises nothing but
+`Refused`, and changes nothing but through the transaction it is handed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from portal.domain.errors import Refused
+from portal.domain.rules import Candidate, importance_of, names_added
+from portal.domain.text import clean_text, words_key
+from portal.domain.types import Embedding, Memory, Place, Revision, Saved, Source
+from portal.inputs import is_valid_text
+from portal.ports import Filters, StoreTx
+
+from .context import Context, pid
+
+log = logging.getLogger("portal.memory")
+ACTIVE = Filters()
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    text: str
+    kind: str
+    importance: int
+    words_key: str
+
+
+def draft(
+    ctx: Context, place: Place, text: Any, kind: Any, importance: Any, role: str | None, explicit: bool,
+    person_name: str | None, carried: str | None = None,
+) -> Draft:
+    """The text as it will be kept, or Refused: `invalid_text`, `empty`, `too_long`, `invalid_kind`,
+    `kind_not_allowed`, a content rule's code, or `other_person` (a name the text adds; a name the
+    memory already `carried` stays allowed)."""
+    if not is_valid_text(text) or not (role is None or is_valid_text(role)):
+        raise Refused("invalid_text") if isinstance(text, str) else Refused("empty")
+    cleaned = clean_text(text)
+    if not cleaned:
+        raise Refused("empty")
+    if len(cleaned) > ctx.options.max_text_length:
+        raise Refused("too_long")
+    resolved = ctx.options.kinds.resolve(kind)
+    if resolved is None:
+        raise Refused("invalid_kind")
+    if not ctx.options.kinds.allowed(resolved, role):
+        raise Refused("kind_not_allowed")
+    candidate = Candidate(cleaned, resolved, role, bool(explicit))
+    for rule in ctx.options.rules:
+        code = rule(candidate)
+        if code:
+            raise Refused(code)
+    if names_added(cleaned, ctx.names_of(place), person_name, carried):
+        raise Refused("other_person")
+    return Draft(cleaned, resolved, importance_of(importance, ctx.options.default_importance),
+                 words_key(cleaned, ctx.store.words_secret))
+
+
+def edit_draft(ctx: Context, place: Place, current: Memory, text: Any, kind: Any, importance: Any,
+               person_name: str | None) -> Draft:
+    """A correction of `current`, checked again with the memory's original role."""
+    return draft(
+        ctx, place, current.text if text is None else text, current.kind if kind is None else kind,
+        current.importance if importance is None else importance, current.role, False, person_name,
+        carried=current.text,
+    )
+
+
+def duplicate_of(ctx: Context, tx: StoreTx, key: str, embedding: Embedding | None) -> Memory | None:
+    """An active memory with the same folded words, or one at least `duplicate_threshold` close
+    in meaning (same model and size only)."""
+    same_words = tx.find_words(key)
+    if same_words is not None:
+        return same_words
+    if embedding is None:
+        return None
+    near = tx.nearest(embedding, 1, ACTIVE)
+    if near and near[0][1] >= ctx.options.duplicate_threshold:
+        return tx.get(near[0][0])
+    return None
+
+
+def meet_duplicate(
+    ctx: Context, tx: StoreTx, existing: Memory, new: Draft, embedding: Embedding | None, mode: str,
+    origin: str, sources: tuple[Source, ...], kind_given: bool, importance_given: bool,
+) -> Saved:
+    """Replace the duplicate's wording (a new revision), or reinforce it."""
+    now = ctx.clock()
+    # Saying the same thing again changes no wording: it reinforces, whatever the mode (a new
+    # revision of identical text would pile up history and make undo "restore" the same words).
+    identical = (
+        new.text == existing.text and (not kind_given or new.kind == existing.kind)
+        and (not importance_given or new.importance == existing.importance)
+    )
+    if mode == "reinforce" or identical:
+        reinforced = existing.copy(
+            importance=max(existing.importance, new.importance) if importance_given else existing.importance,
+            updated_at=now, embedding=existing.embedding or embedding, last_op="reinforce",
+        )
+        tx.save(reinforced, existing.revision)
+        return Saved(reinforced, reinforced=True)
+    tx.push_revision(snapshot(existing))
+    new_origin, new_sources = provenance(existing, origin, sources)
+    replaced = existing.copy(
+        revision=existing.revision + 1, text=new.text,
+        kind=new.kind if kind_given else existing.kind,
+        importance=new.importance if importance_given else existing.importance,
+        origin=new_origin, sources=new_sources, embedding=embedding, words_key=new.words_key,
+        updated_at=now, last_op="replace",
+    )
+    tx.save(replaced, existing.revision)
+    return Saved(replaced, replaced_id=existing.id)
+
+
+def trim(ctx: Context, tx: StoreTx, active: int, keep: str) -> None:
+    """Archive the least useful memories beyond the cap (never `keep`, the one just written)."""
+    threshold = ctx.options.trim_threshold
+    if threshold is None or active <= threshold:
+        return
+    excess = active - (ctx.options.max_active or active)
+    victims = [i for i in tx.trim_candidates(excess + 1) if i != keep][:excess]
+    tx.set_state(victims, "archived")
+    log.info("memory.trim place=%s archived=%d", pid(tx.place), len(victims))
+
+
+def snapshot(memory: Memory) -> Revision:
+    return Revision(
+        memory_id=memory.id, revision=memory.revision, text=memory.text, kind=memory.kind,
+        importance=memory.importance, origin=memory.origin, sources=memory.sources,
+        written_at=memory.updated_at, embedding=memory.embedding, op=memory.last_op,
+    )
+
+
+def provenance(current: Memory, writer: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Source, ...]]:
+    """Who a corrected memory is attributed to: a model never relabels what a person asserted."""
+    if current.origin == "asserted" and writer == "inferred":
+        return current.origin, current.sources
+    merged = current.sources + tuple(s for s in sources if s not in current.sources)
+    return ("asserted" if writer == "asserted" else current.origin), merged

@@ -1,0 +1,187 @@
+"""MemoryService: the one way to read or write memories (DESIGN §1), composed of the services that
+do the work — `Memories` (writing), `Recall` (reading), `Privacy` (pause, export, erasure),
+`Consolidation` and `Retention` — over one shared `Context`.
+
+The portal, the JSON API, the CLI and the model tools are thin shells over it. It never imports a
+web framework or a database library; it is handed a Store, an optional Embedder and LLM, rules, a
+mask, a clock and an id factory. Setting `store`, `embedder`, `llm`, `clock` or `id_factory` here sets it for every part.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from portal.domain.audit import AuditNote
+from portal.domain.errors import Refused
+from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
+from portal.domain.text import no_mask
+from portal.domain.types import Hit, Memory, Page, Place, Portrait, PurgeCounts, Revision, Saved
+from portal.ports import Store
+
+from .consolidation import Consolidation, ConsolidationResult
+from .context import Context
+from .memories import Memories, Undone
+from .privacy import Privacy
+from .recall import Recall
+from .retention import PruneCounts, Retention
+
+
+class MemoryService:
+    """Remember, correct, undo, forget, recall and portray what an assistant knows of each person.
+
+    Privacy guarantees: every call is bound to one place and never reads or changes another
+    owner's or scope's memories (`purge_owner` alone crosses scopes, for erasure); text reaches
+    the embedder and the model only through `mask`; logs carry ids and codes, never a person's words.
+    """
+
+    def __init__(
+        self, store: Store, embedder: Embedder | None = None, options: Options | None = None,
+        names_of: NamesOf = no_names, mask: Mask | str = no_mask, ai_enabled: AiSwitch = always_on,
+        clock: Clock = utc_now, id_factory: Callable[[], str] = new_id, llm: LLM | None = None,
+    ) -> None:
+        self.ctx = Context(store, embedder, options or Options(), names_of, Context.mask_of(mask), ai_enabled, clock,
+                           id_factory, llm)
+        self.memories = Memories(self.ctx)
+        self.reading = Recall(self.ctx)
+        self.privacy = Privacy(self.ctx)
+        self.consolidation = Consolidation(self.ctx, self.memories)
+        self.retention = Retention(self.ctx)
+
+    # what the parts share (set here, seen by all)
+    @property
+    def store(self) -> Store:
+        return self.ctx.store
+
+    @store.setter
+    def store(self, value: Store) -> None:
+        self.ctx.store = value
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self.ctx.embedder
+
+    @embedder.setter
+    def embedder(self, value: Embedder | None) -> None:
+        self.ctx.embedder = value
+
+    @property
+    def llm(self) -> LLM | None:
+        return self.ctx.llm
+
+    @llm.setter
+    def llm(self, value: LLM | None) -> None:
+        self.ctx.llm = value
+
+    @property
+    def options(self) -> Options:
+        return self.ctx.options
+
+    @property
+    def clock(self) -> Clock:
+        return self.ctx.clock
+
+    @clock.setter
+    def clock(self, value: Clock) -> None:
+        self.ctx.clock = value
+
+    @property
+    def id_factory(self) -> Callable[[], str]:
+        return self.ctx.id_factory
+
+    @id_factory.setter
+    def id_factory(self, value: Callable[[], str]) -> None:
+        self.ctx.id_factory = value
+
+    @property
+    def mask(self) -> Mask:
+        return self.ctx.mask
+
+    @property
+    def names_of(self) -> NamesOf:
+        return self.ctx.names_of
+
+    @property
+    def ai_enabled(self) -> AiSwitch:
+        return self.ctx.ai_enabled
+
+    # writing: portal.services.memories
+    def remember(self, place: Place, text: Any, **settings: Any) -> Saved:
+        return self.memories.remember(place, text, **settings)
+
+    def remember_many(self, place: Place, texts: Sequence[Any], **settings: Any) -> builtins.list[Saved | Refused]:
+        return self.memories.remember_many(place, texts, **settings)
+
+    def update(self, place: Place, memory_id: str, **changes: Any) -> Saved:
+        return self.memories.update(place, memory_id, **changes)
+
+    def pin(self, place: Place, memory_id: str, pinned: bool = True) -> Saved:
+        return self.memories.pin(place, memory_id, pinned)
+
+    def undo(self, place: Place, memory_id: str) -> Undone:
+        return self.memories.undo(place, memory_id)
+
+    def forget(self, place: Place, memory_id: str, origin: str = "asserted") -> int:
+        return self.memories.forget(place, memory_id, origin)
+
+    def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
+        return self.memories.reindex(limit, progress, batch)
+
+    # reading: portal.services.recall
+    def get(self, place: Place, memory_id: str) -> Memory:
+        return self.reading.get(place, memory_id)
+
+    def history(self, place: Place, memory_id: str) -> builtins.list[Revision]:
+        return self.reading.history(place, memory_id)
+
+    def list(self, place: Place, **filters: Any) -> Page:
+        return self.reading.list(place, **filters)
+
+    def list_unseen(self, place: Place, limit: int = 50) -> builtins.list[Memory]:
+        return self.reading.list_unseen(place, limit)
+
+    def mark_seen(self, place: Place, ids: Sequence[str]) -> int:
+        return self.reading.mark_seen(place, ids)
+
+    def mark_used(self, place: Place, ids: Sequence[str]) -> int:
+        return self.reading.mark_used(place, ids)
+
+    def recall(self, place: Place, query: str, **settings: Any) -> builtins.list[Hit]:
+        return self.reading.recall(place, query, **settings)
+
+    def portrait(self, place: Place, **settings: Any) -> Portrait:
+        return self.reading.portrait(place, **settings)
+
+    # the person's controls: portal.services.privacy
+    def pause(self, place: Place, audit: AuditNote | None = None) -> bool:
+        return self.privacy.pause(place, audit)
+
+    def resume(self, place: Place, audit: AuditNote | None = None) -> bool:
+        return self.privacy.resume(place, audit)
+
+    def is_paused(self, place: Place) -> bool:
+        return self.privacy.is_paused(place)
+
+    def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
+        return self.privacy.export(place, audit)
+
+    def forget_all(self, place: Place, audit: AuditNote | None = None) -> dict[str, int]:
+        return self.privacy.forget_all(place, audit)
+
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, audit: AuditNote | None = None) -> PurgeCounts:
+        return self.privacy.purge_owner(owner_id, scopes, audit)
+
+    # learning and keeping: portal.services.consolidation, portal.services.retention
+    def consolidate(self, place: Any, transcript: Any, ref: Any, **settings: Any) -> ConsolidationResult:
+        return self.consolidation.consolidate(place, transcript, ref, **settings)
+
+    def prune(
+        self, history_older_than: timedelta | None = None, receipts_older_than: timedelta | None = None,
+        archived_older_than: timedelta | None = None, progress: Callable[[int], None] | None = None, batch: int = 200,
+    ) -> PruneCounts:
+        return self.retention.prune(history_older_than, receipts_older_than, archived_older_than, progress, batch)
+
+
+__all__ = ["MemoryService", "Undone"]

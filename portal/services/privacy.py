@@ -1,0 +1,92 @@
+"""A person's control over the whole of their memory: pause, resume, download everything, erase
+everything, and the erasure of the person. Each is one unit of work with its audit entry when an
+`AuditNote` is given (the record and the change it records commit together or not at all).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from portal.domain.audit import AuditNote
+from portal.domain.types import Place, PurgeCounts, as_place, iso
+from portal.ports import Filters, Settings
+
+from .context import Context, pid
+
+log = logging.getLogger("portal.memory")
+
+
+class Privacy:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def pause(self, place: Place, audit: AuditNote | None = None) -> bool:
+        """Stop learning: remember answers `paused`, and so does every change a model asks for
+        (tools, consolidation); the person can still read, correct, undo and erase."""
+        return self._set_paused(place, True, audit)
+
+    def resume(self, place: Place, audit: AuditNote | None = None) -> bool:
+        return self._set_paused(place, False, audit)
+
+    def is_paused(self, place: Place) -> bool:
+        with self.ctx.store.read(as_place(place)) as tx:
+            return tx.settings().paused
+
+    def _set_paused(self, place: Place, paused: bool, audit: AuditNote | None) -> bool:
+        place = as_place(place)
+        with self.ctx.store.write(place) as tx:
+            tx.set_settings(Settings(paused=paused))
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, at=self.ctx.clock()))
+            tx.commit()
+        return paused
+
+    def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
+        """Everything kept in this place: every memory with its revisions, and the settings. With
+        `audit`, its entry (the count exported) is written in the same transaction as the read."""
+        ctx, place = self.ctx, as_place(place)
+        with ctx.store.write(place) if audit is not None else ctx.store.read(place) as tx:
+            items = []
+            for memory in tx.list(Filters(state=None)):
+                data = memory.to_json()
+                data["revisions"] = [r.to_json() for r in tx.history(memory.id)]
+                items.append(data)
+            settings = tx.settings()
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(items)}, at=ctx.clock()))
+                tx.commit()
+        return {"owner_id": place.owner_id, "scope": place.scope, "exported_at": iso(ctx.clock()),
+                "settings": {"paused": settings.paused}, "memories": items}
+
+    def forget_all(self, place: Place, audit: AuditNote | None = None) -> dict[str, int]:
+        """The person's "erase everything" in one place: every memory and revision, and everything
+        else the place keeps that names them (consolidation refs, idempotency receipts, tombstones).
+        A pause stays: it is the person's control, not their data."""
+        ctx, place = self.ctx, as_place(place)
+        with ctx.store.write(place) as tx:
+            paused = tx.settings().paused
+            erased = tx.purge()
+            if paused:
+                tx.set_settings(Settings(paused=True))
+            counts = {"memories": erased.memories, "revisions": erased.revisions, "receipts": erased.receipts,
+                      "refs": erased.refs}
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, counts, at=ctx.clock()))
+            tx.commit()
+        log.info("memory.forget_all place=%s memories=%d", pid(place), erased.memories)
+        return counts
+
+    def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, audit: AuditNote | None = None) -> PurgeCounts:
+        """Erasure of a person: memories, revisions, settings, consolidation refs, idempotency
+        receipts, unseen marks and tombstones — in every scope (the one call that crosses scopes,
+        for a host whose owner ids are unique across its tenants), or only in `scopes` (a tenant
+        erasing its own person). With `audit`, its entry (with the counts) is written in the same
+        transaction."""
+        as_place(Place.of(owner_id))
+        scope = scopes[0] if scopes and len(scopes) == 1 else None
+        entry = audit.entry(owner_id, scope, at=self.ctx.clock()) if audit is not None else None
+        counts = self.ctx.store.purge_owner(owner_id, scopes, entry)
+        log.info("memory.purge_owner memories=%d revisions=%d", counts.memories, counts.revisions)
+        return counts
