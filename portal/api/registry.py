@@ -1,5 +1,6 @@
 """Declaring API endpoints once: routing, authentication, body and query parsing, idempotency,
-and the OpenAPI 3.1 document, all from the same declaration and the pydantic models.
+and the OpenAPI 3.1 document, all from the same declaration and the pydantic models. The
+document itself is generated in `portal.api.openapi`.
 
 A handler receives a `Call` (the key's tenant and permissions, the place, the parsed body and
 query) and returns `Reply(status, model)`. It stays a thin shell over one service call.
@@ -8,41 +9,23 @@ query) and returns `Reply(status, model)`. It stays a thin shell over one servic
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
-from pydantic.json_schema import models_json_schema
 
 from portal.api.auth import authenticate
+from portal.api.openapi import JSON, openapi_document
 from portal.api.problems import ApiProblem, problem, service_problem
-from portal.api.schemas import Problem, Redacted
+from portal.api.schemas import Problem
 from portal.domain.errors import Conflict, NotFound, Refused
 from portal.domain.types import Place
 from portal.inputs import BadJson, is_valid_id, is_valid_text, load_json
 from portal.services.idempotency import Answer, check_key, once, request_hash
 
-JSON = "application/json"
 MAX_BODY = 64 * 1024
-PATH_PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
-COMMON_PROBLEMS = {400: "Malformed request", 401: "Missing or wrong API key", 403: "Missing permission",
-                   404: "Not found", 413: "Body too large", 415: "Not JSON", 429: "Too many requests",
-                   503: "Database unavailable for a moment: retry after Retry-After seconds"}
-# Any write may carry an Idempotency-Key, and any such write may meet a key already used.
-IDEMPOTENCY_PROBLEM = (409, "Idempotency-Key reused with another request, or its first request still running")
-# Headers every answer of a status carries (problems.py sets them).
-COMMON_HEADERS = {
-    401: {"WWW-Authenticate": {"description": "The Bearer scheme", "required": True, "schema": {"type": "string"}}},
-    429: {"Retry-After": {"description": "Seconds to wait", "required": True, "schema": {"type": "string"}}},
-    503: {"Retry-After": {"description": "Seconds to wait", "required": True, "schema": {"type": "string"}}},
-}
-REPLAYED_HEADER = {"description": "Present on an answer replayed for a reused Idempotency-Key", "required": False,
-                   "schema": {"type": "string", "enum": ["true"]}}
-ETAG_HEADER = {"description": 'The revision, quoted ("3"): send it back in If-Match', "required": True,
-               "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}
 
 
 @dataclass
@@ -220,83 +203,7 @@ class Api:
 
     def openapi(self, prefix: str) -> dict[str, Any]:
         """The OpenAPI 3.1 document, generated from the routes and their models."""
-        models: set[type[BaseModel]] = {Problem}
-        if any(r.redactable for r in self.routes):
-            models.add(Redacted)
-        for r in self.routes:
-            models.update(m for m in (r.body, r.query) if m)
-            models.update(m for m in r.responses.values() if isinstance(m, type) and issubclass(m, BaseModel))
-            models.update(m[0] for m in r.responses.values() if isinstance(m, list))
-        ordered = sorted(models, key=lambda m: m.__name__)
-        _, top = models_json_schema(
-            [(m, "validation" if m in {r.body for r in self.routes} | {r.query for r in self.routes} else "serialization")
-             for m in ordered],
-            ref_template="#/components/schemas/{model}",
-        )
-        paths: dict[str, Any] = {}
-        for r in self.routes:
-            url = prefix + PATH_PARAM.sub(r"{\1}", r.rule)
-            paths.setdefault(url, {})[r.method.lower()] = self._operation(r)
-        return {
-            "openapi": "3.1.0",
-            "info": {"title": self.title, "version": self.version},
-            "paths": paths,
-            "components": {
-                "schemas": top.get("$defs", {}),
-                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            },
-            "security": [{"bearer": []}],
-        }
-
-    def _operation(self, r: Route) -> dict[str, Any]:
-        op: dict[str, Any] = {"operationId": r.name, "summary": r.summary, "parameters": []}
-        for name in PATH_PARAM.findall(r.rule):
-            op["parameters"].append({"name": name, "in": "path", "required": True,
-                                     "schema": {"type": "string", "minLength": 1, "maxLength": 200}})
-        if r.query:
-            for name, info in r.query.model_fields.items():
-                schema = r.query.model_json_schema()["properties"][name]
-                op["parameters"].append({"name": name, "in": "query", "required": info.is_required(), "schema": schema})
-        if r.method != "GET":
-            op["parameters"].append({"name": "Idempotency-Key", "in": "header", "required": False,
-                                     "schema": {"type": "string", "minLength": 1, "maxLength": 200,
-                                                "pattern": "^[\\x21-\\x7e]+$"}})
-        if r.body:
-            op["requestBody"] = {"required": True, "content": {JSON: {"schema": _ref(r.body)}}}
-        responses: dict[str, Any] = {}
-        for status, model in r.responses.items():
-            if model is None:
-                responses[str(status)] = {"description": "No content"}
-            elif isinstance(model, list):
-                responses[str(status)] = {"description": "OK",
-                                          "content": {JSON: {"schema": {"type": "array", "items": _ref(model[0])}}}}
-            else:
-                kind = "application/problem+json" if status >= 400 else JSON
-                answered: dict[str, Any] = _ref(model)
-                if r.redactable and status < 300:
-                    answered = {"anyOf": [answered, _ref(Redacted)]}
-                responses[str(status)] = {"description": model.__doc__ or "OK", "content": {kind: {"schema": answered}}}
-            if r.method != "GET":
-                responses[str(status)]["headers"] = {"Idempotent-Replayed": REPLAYED_HEADER}
-            if r.etag and status == 200:
-                # A write's replay after its memory was forgotten has no revision to name.
-                etag = ETAG_HEADER if r.method == "GET" else {**ETAG_HEADER, "required": False}
-                responses[str(status)].setdefault("headers", {})["ETag"] = etag
-        common = dict(COMMON_PROBLEMS)
-        if r.method != "GET":
-            common.setdefault(*IDEMPOTENCY_PROBLEM)
-        for status, title in sorted(common.items()):
-            if r.public and status in (401, 403):
-                continue
-            responses.setdefault(str(status), {"description": title,
-                                               "content": {"application/problem+json": {"schema": _ref(Problem)}}})
-        for status, headers in COMMON_HEADERS.items():
-            if str(status) in responses:
-                responses[str(status)].setdefault("headers", {}).update(headers)
-        op["responses"] = responses
-        if r.public:
-            op["security"] = []
-        return op
+        return openapi_document(self.routes, self.title, self.version, prefix)
 
 
 def parse_json(raw: str | bytes) -> Any:
@@ -324,10 +231,6 @@ def _canonical(body: str) -> Any:
         return json.loads(body) if body else None
     except (ValueError, RecursionError):
         return body
-
-
-def _ref(model: type[BaseModel]) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
 def _validated(model: type[BaseModel], data: Any) -> Any:

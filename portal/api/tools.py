@@ -6,7 +6,8 @@ from portal.api.memories import service
 from portal.api.problems import ApiProblem
 from portal.api.registry import Api, Call, Reply, parse_json
 from portal.api.schemas import ToolCallIn, ToolOut, ToolResultOut
-from portal.services.tools import run_tool, tool_schemas
+from portal.services.tool_schemas import tool_schemas
+from portal.services.tools import run_tool
 
 READ_ONLY = {"recall"}
 

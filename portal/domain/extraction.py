@@ -2,8 +2,10 @@
 
 Models seldom send clean JSON. They wrap it in a code fence or a sentence, leave raw line breaks
 and trailing commas, rename the keys, send a bare list, or stop half way when they run out of
-tokens. `read_extraction` reads all of that with a small tolerant scanner rather than `json.loads`,
-so a cut answer still yields every fact that was written out whole before the cut.
+tokens. `read_extraction` reads all of that with a small tolerant scanner rather than `json.loads`
+(`portal.domain.json_scanner`), so a cut answer still yields every fact that was written out whole
+before the cut. This module finds the JSON in the answer (fences, prose around it) and reads its
+items.
 
 Nothing here judges a fact (length, privacy, duplicates, importance range): the service does that,
 once, for every way a memory can arrive.
@@ -16,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from portal.domain.json_scanner import CutDict, CutList, Scanner, Unreadable
+
 FACT_KEYS = ("facts", "memories", "new_facts")
 CORRECTION_KEYS = ("corrections", "updates")
 TEXT_KEYS = ("text", "fact", "memory", "content")
@@ -24,9 +28,6 @@ IMPORTANCE_KEYS = ("importance", "priority")
 SOURCE_KEYS = ("messages", "sources", "evidence")
 ID_KEYS = ("id", "memory_id")
 _ANSWER_KEYS = frozenset((*FACT_KEYS, *CORRECTION_KEYS, "summary"))
-
-# Far deeper than any answer; it keeps "[[[[..." from exhausting the stack.
-_MAX_DEPTH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ def read_extraction(answer: Any) -> Extraction | None:
         return None
     if value is None:
         return None
-    cut = isinstance(value, _CutList | _CutDict)
+    cut = isinstance(value, CutList | CutDict)
     if isinstance(value, list):
         return Extraction(_whole(value, _fact), (), None, cut)
     facts, corrections = _first(value, FACT_KEYS, list) or [], _first(value, CORRECTION_KEYS, list) or []
@@ -106,7 +107,7 @@ def _whole(items: list[Any], read: Any) -> tuple[Any, ...]:
 def _fact(item: Any) -> ProposedFact | None:
     if isinstance(item, str):
         return ProposedFact(item) if item.strip() else None
-    if not isinstance(item, dict) or isinstance(item, _CutDict):
+    if not isinstance(item, dict) or isinstance(item, CutDict):
         return None
     text = _first(item, TEXT_KEYS, str)
     if text is None or not text.strip():
@@ -117,7 +118,7 @@ def _fact(item: Any) -> ProposedFact | None:
 
 
 def _correction(item: Any) -> ProposedCorrection | None:
-    if not isinstance(item, dict) or isinstance(item, _CutDict):
+    if not isinstance(item, dict) or isinstance(item, CutDict):
         return None
     ident = _first(item, ID_KEYS, (str, int))
     if ident is None or isinstance(ident, bool) or not str(ident).strip():
@@ -165,14 +166,14 @@ def _answer_value(text: str) -> Any:
         for start in _STARTS.finditer(region):
             if start.start() < resume:
                 continue
-            scanner = _Scanner(region, start.start())
+            scanner = Scanner(region, start.start())
             try:
                 value = scanner.value()
-            except _Unreadable:
+            except Unreadable:
                 continue  # a bracket in the prose ("see [1]"), or broken JSON
             finally:
                 resume = scanner.pos
-            if isinstance(value, _CutList | _CutDict) or _looks_like_answer(value):
+            if isinstance(value, CutList | CutDict) or _looks_like_answer(value):
                 return value
             if fallback is None:
                 fallback = value
@@ -183,172 +184,3 @@ def _looks_like_answer(value: Any) -> bool:
     if isinstance(value, dict):
         return not _ANSWER_KEYS.isdisjoint(value)
     return any(isinstance(item, str | dict) for item in value)
-
-
-# --- the scanner ------------------------------------------------------------------------------
-
-
-class _Unreadable(Exception):
-    """The text is not JSON-ish from this start: the scan is abandoned."""
-
-
-class _CutList(list[Any]):
-    """A list the answer ended inside: it holds the whole items before the end."""
-
-
-class _CutDict(dict[str, Any]):
-    """An object the answer ended inside: it holds the whole members before the end."""
-
-
-_INCOMPLETE: Any = object()  # a scalar the answer ended inside; never kept
-_SPACE = re.compile(r"\s*")
-_PLAIN = re.compile(r'[^"\\]*')  # raw line breaks and tabs are welcome: models send them
-_NUMBER = re.compile(r"[-+0-9.eE]*")
-_INTEGER = re.compile(r"-?[0-9]+")
-_HEX = re.compile(r"[0-9a-fA-F]*")
-_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/", "'": "'"}
-_LITERALS = {"true": True, "false": False, "null": None}
-
-
-def _end(pattern: re.Pattern[str], text: str, pos: int) -> int:
-    found = pattern.match(text, pos)
-    return found.end() if found else pos
-
-
-def _decoded(text: str) -> str:
-    """Join "\ud83d\ude00"-style pairs; a lone half cannot be stored as UTF-8, so it becomes U+FFFD."""
-    text = _SURROGATE_PAIR.sub(lambda pair: pair.group().encode("utf-16", "surrogatepass").decode("utf-16"), text)
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-class _Scanner:
-    """Recursive descent over JSON-ish text that may stop anywhere.
-
-    Where the text ends inside a container, the container comes back as a _CutList/_CutDict
-    holding its whole items, and every enclosing container is cut too. Trailing commas are
-    accepted; anything else that is not JSON raises _Unreadable.
-    """
-
-    def __init__(self, text: str, pos: int) -> None:
-        self.text, self.pos, self.depth = text, pos, 0
-
-    def _more(self) -> bool:
-        """Skip whitespace; False when the text has ended."""
-        self.pos = _end(_SPACE, self.text, self.pos)
-        return self.pos < len(self.text)
-
-    def value(self) -> Any:
-        if not self._more():
-            return _INCOMPLETE
-        ch = self.text[self.pos]
-        if ch in "{[":
-            if self.depth >= _MAX_DEPTH:
-                raise _Unreadable
-            self.depth += 1
-            try:
-                return self._object() if ch == "{" else self._array()
-            finally:
-                self.depth -= 1
-        if ch == '"':
-            return self._string()
-        if ch in "-+.0123456789":
-            return self._number()
-        return self._literal()
-
-    def _array(self) -> list[Any]:
-        self.pos += 1
-        items: list[Any] = []
-        while self._more():
-            if self.text[self.pos] == "]":
-                self.pos += 1
-                return items
-            item = self.value()
-            if item is _INCOMPLETE:
-                break
-            items.append(item)
-            if isinstance(item, _CutList | _CutDict) or not self._more():
-                break
-            if self.text[self.pos] == ",":
-                self.pos += 1
-            elif self.text[self.pos] != "]":
-                raise _Unreadable
-        return _CutList(items)
-
-    def _object(self) -> dict[str, Any]:
-        self.pos += 1
-        members: dict[str, Any] = {}
-        while self._more():
-            if self.text[self.pos] == "}":
-                self.pos += 1
-                return members
-            if self.text[self.pos] != '"':
-                raise _Unreadable
-            key = self._string()
-            if key is _INCOMPLETE or not self._more():
-                break
-            if self.text[self.pos] != ":":
-                raise _Unreadable
-            self.pos += 1
-            item = self.value()
-            if item is _INCOMPLETE:
-                break
-            members[key] = item
-            if isinstance(item, _CutList | _CutDict) or not self._more():
-                break
-            if self.text[self.pos] == ",":
-                self.pos += 1
-            elif self.text[self.pos] != "}":
-                raise _Unreadable
-        return _CutDict(members)
-
-    def _string(self) -> Any:
-        text, pos, parts = self.text, self.pos + 1, []
-        while True:
-            plain_end = _end(_PLAIN, text, pos)
-            parts.append(text[pos:plain_end])
-            pos = plain_end
-            if pos >= len(text):
-                return _INCOMPLETE
-            if text[pos] == '"':
-                self.pos = pos + 1
-                return _decoded("".join(parts))
-            escape = text[pos + 1 : pos + 2]
-            if not escape:
-                return _INCOMPLETE
-            if escape != "u":
-                # An unknown escape ("C:\Users") keeps its backslash: that is what the model meant.
-                parts.append(_ESCAPES.get(escape, "\\" + escape))
-                pos += 2
-                continue
-            digits = text[pos + 2 : pos + 6]
-            if len(digits) == 4 and _end(_HEX, digits, 0) == 4:
-                parts.append(chr(int(digits, 16)))
-                pos += 6
-            elif pos + 6 > len(text) and _end(_HEX, digits, 0) == len(digits):
-                return _INCOMPLETE  # the text ended inside "\u12"
-            else:
-                parts.append("\\u")
-                pos += 2
-
-    def _number(self) -> Any:
-        end = _end(_NUMBER, self.text, self.pos)
-        if end >= len(self.text):
-            return _INCOMPLETE  # "0.7" may have been on its way to "0.75"
-        token, self.pos = self.text[self.pos : end], end
-        try:
-            # Past a few hundred digits int() refuses; float() gives inf, which the service clamps.
-            return int(token) if _INTEGER.fullmatch(token) and len(token) < 300 else float(token)
-        except ValueError:  # "1.2.3", "e"
-            raise _Unreadable from None
-
-    def _literal(self) -> Any:
-        rest = self.text[self.pos : self.pos + 5]
-        for word, value in _LITERALS.items():
-            if rest.startswith(word):
-                self.pos += len(word)
-                return value
-            if word.startswith(rest) and self.pos + len(rest) == len(self.text):
-                return _INCOMPLETE
-        raise _Unreadable

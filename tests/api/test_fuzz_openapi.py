@@ -38,7 +38,7 @@ from portal.config import load_config
 from portal.domain.options import new_id
 from portal.domain.people import PERMISSIONS
 from portal.domain.types import Place
-from portal.services.tools import TOOL_NAMES
+from portal.services.tool_schemas import TOOL_NAMES
 
 DOC = "/api/v1/openapi.json"
 OWNER = "ada"

@@ -28,8 +28,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
-from portal.adapters.embedders import OpenAIEmbedder
 from portal.adapters.llm import OpenAICompatibleLLM
+from portal.adapters.openai_embedder import OpenAIEmbedder
 from portal.adapters.sql.engine import make_engine
 from portal.domain.types import Place
 

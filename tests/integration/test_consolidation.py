@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from portal.adapters.llm import OpenAICompatibleLLM
-from portal.adapters.memory.store import InMemoryStore, _Tx
+from portal.adapters.memory.store import InMemoryStore
+from portal.adapters.memory.transaction import _Tx
 from portal.domain.options import Options
 from portal.domain.rules import pattern_rule
 from portal.domain.types import Place, Saved

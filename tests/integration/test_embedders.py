@@ -15,7 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from portal.adapters.embedders import EmbedderError, LocalEmbedder, OpenAIEmbedder, build_embedder
+from portal.adapters.embedder_base import EmbedderError
+from portal.adapters.embedders import LocalEmbedder, build_embedder
+from portal.adapters.openai_embedder import OpenAIEmbedder
 from portal.domain.options import Embedder
 
 PRIVATE = "my neighbour Jana's diagnosis is private"

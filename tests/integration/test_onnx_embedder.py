@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from portal.adapters.embedders import EmbedderError, LocalEmbedder
+from portal.adapters.embedder_base import EmbedderError
+from portal.adapters.embedders import LocalEmbedder
 from portal.adapters.onnx_model import OnnxSentenceModel, fingerprint, plain_model
 from portal.config import ConfigError, load_config
 

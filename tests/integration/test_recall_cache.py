@@ -20,7 +20,8 @@ from portal.adapters.sql.janitor import settle_all
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memory_places
 from portal.domain.options import Options
-from portal.domain.recall.index import Entry, PlaceIndex, RecallCache
+from portal.domain.recall.cache import RecallCache
+from portal.domain.recall.index import Entry, PlaceIndex
 from portal.domain.types import Embedding, Place, Saved
 from portal.ports import Filters
 from portal.services.memory_service import MemoryService

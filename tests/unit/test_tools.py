@@ -16,7 +16,8 @@ from portal.domain.options import Options
 from portal.domain.rules import DEFAULT_KINDS, Kinds, pattern_rule
 from portal.domain.types import InvalidWhere, NotFound, Place
 from portal.services.memory_service import MemoryService
-from portal.services.tools import RECALL_MAX, TOOL_NAMES, run_tool, tool_schemas
+from portal.services.tool_schemas import RECALL_MAX, TOOL_NAMES, tool_schemas
+from portal.services.tools import run_tool
 
 from ..expect import refused
 from .conftest import FakeClock, HashEmbedder, remember_ok

@@ -14,7 +14,8 @@ import pytest
 from portal.adapters.memory.store import InMemoryStore
 from portal.domain import text as text_module
 from portal.domain.audit import AuditNote
-from portal.domain.recall.index import PlaceIndex, RecallCache
+from portal.domain.recall.cache import RecallCache
+from portal.domain.recall.index import PlaceIndex
 from portal.domain.types import Place
 from portal.services.idempotency import REDACTED, Answer, content_free, once
 from portal.services.memory_service import MemoryService

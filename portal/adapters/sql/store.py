@@ -42,7 +42,7 @@ from portal.adapters.sql.tables import (
 from portal.adapters.sql.transaction import SqlTx
 from portal.adapters.sql.uow import SqlUnitOfWork
 from portal.domain.audit import AuditEntry
-from portal.domain.recall.index import RecallCache
+from portal.domain.recall.cache import RecallCache
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts
 from portal.ports import NeedsVector
 

@@ -1,52 +1,45 @@
 """One transaction on one place of the SQL store: reading, ranking (through the recall cache when
-it can), writing, and the conversion of rows to memories."""
+it can), the commit, and the conversion of rows to memories. Its writes are `PlaceWriting`'s
+(`.writing`), the records beside the memories `PlaceRecords`'s (`.records`)."""
 
 from __future__ import annotations
 
 import builtins
 import secrets
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import (
     LargeBinary,
-    delete,
     func,
-    insert,
     select,
     type_coerce,
-    update,
 )
 from sqlalchemy.engine import Connection, RootTransaction, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
-from portal.adapters.sql.engine import place_lock_key
 from portal.adapters.sql.records import PlaceRecords
 from portal.adapters.sql.search import mean_vector, nearest_rows, words_ranking
 from portal.adapters.sql.statements import (
     FIND_WORDS,
     GET,
     GET_MANY,
-    INSERT_COUNTING,
-    MARK_USED,
-    MARK_USED_PG,
     NEW_TOKEN_PG,
     NEW_TOKEN_SQLITE,
     TOKEN,
     could_be_id,
     pg_vector,
-    sources_json,
     sources_of,
 )
 from portal.adapters.sql.tables import (
     memories,
     memory_revisions,
 )
+from portal.adapters.sql.writing import PlaceWriting
 from portal.domain.recall.index import Entry, PlaceIndex
 from portal.domain.recall.ranking import bag, words_top
-from portal.domain.text import search_text, terms
+from portal.domain.text import terms
 from portal.domain.types import Embedding, Memory, Place, Revision
 from portal.ports import Cursor, Filters
 
@@ -57,7 +50,7 @@ M = memories.c
 R = memory_revisions.c
 
 
-class SqlTx(PlaceRecords):
+class SqlTx(PlaceRecords, PlaceWriting):
     """One transaction on one place (see `portal.ports.StoreTx`)."""
 
     def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place, writable: bool = False) -> None:
@@ -245,135 +238,7 @@ class SqlTx(PlaceRecords):
             where.append(M.created_at < filters.created_before)
         return where
 
-    # ---------------------------------------------------------------- writing
-
-    def insert(self, memory: Memory) -> int:
-        # One statement: inserted unless the id is tombstoned here, and the count rides on it
-        # (under the cap's threshold the cap costs no query).
-        values = {f"new_{k}": v for k, v in self._row(memory).items()}
-        before = self.conn.execute(INSERT_COUNTING, {**values, **self.bound}).scalar_one_or_none()
-        if before is None:
-            raise ValueError("id already used")
-        self.changed = True
-        # RETURNING sees the snapshot before the insert on PostgreSQL, after it on SQLite.
-        return int(before) + (1 if self.store.postgres and memory.state == "active" else 0)
-
-    def save(self, memory: Memory, expected_revision: int) -> bool:
-        row = self._row(memory)
-        row.pop("id")
-        row.pop("created_at")
-        done = self.conn.execute(
-            update(memories).where(self.here(), M.id == memory.id, M.revision == expected_revision).values(**row)
-        ).rowcount
-        self.changed = self.changed or bool(done)
-        # An in-place edit overwrote a wording, an undo took one back: both are erasures.
-        self.erased = self.erased or (bool(done) and memory.last_op in ("in_place", "undo"))
-        return bool(done)
-
-    def push_revision(self, revision: Revision) -> None:
-        e = revision.embedding
-        self.conn.execute(
-            insert(memory_revisions).values(
-                memory_id=revision.memory_id, revision=revision.revision, owner_id=self.place.owner_id,
-                scope=self.place.scope, text=self.store.encrypt(revision.text), kind=revision.kind,
-                importance=revision.importance, origin=revision.origin, sources=sources_json(revision.sources),
-                op=revision.op, written_at=revision.written_at,
-                embedding_model=e.model if e else None, embedding=e.vector if e else None,
-            )
-        )
-
-    def pop_revision(self, memory_id: str) -> Revision | None:
-        row = self.conn.execute(
-            select(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
-            .order_by(R.revision.desc()).limit(1)
-        ).mappings().first()
-        if row is None:
-            return None
-        self.conn.execute(
-            delete(memory_revisions).where(
-                self.here(memory_revisions), R.memory_id == memory_id, R.revision == row["revision"]
-            )
-        )
-        self.erased = True
-        return self._revision(row)
-
-    def remove(self, ids: Sequence[str]) -> tuple[int, int]:
-        wanted = list({i for i in ids if could_be_id(i)})
-        if not wanted:
-            return 0, 0
-        revisions = self.conn.execute(
-            delete(memory_revisions).where(self.here(memory_revisions), R.memory_id.in_(wanted))
-        ).rowcount
-        removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
-        self.changed = self.changed or bool(removed)
-        self.erased = self.erased or bool(removed or revisions)
-        return removed, revisions
-
-    def remove_all(self) -> tuple[int, int]:
-        revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
-        removed = self.conn.execute(delete(memories).where(self.here())).rowcount
-        self.changed = self.changed or bool(removed)
-        self.erased = self.erased or bool(removed or revisions)
-        return removed, revisions
-
-
-    def set_state(self, ids: Sequence[str], state: str) -> int:
-        if not ids:
-            return 0
-        done = self.conn.execute(
-            update(memories).where(self.here(), M.id.in_(list(ids)), M.state != state).values(state=state)
-        ).rowcount
-        self.changed = self.changed or bool(done)
-        return done
-
-    def mark_used(self, ids: Sequence[str], at: datetime) -> int:
-        wanted = list({i for i in ids if could_be_id(i)})
-        if not wanted:
-            return 0
-        return self.conn.execute(
-            update(memories).where(self.here(), M.id.in_(wanted), M.state == "active").values(last_used_at=at)
-        ).rowcount
-
-    def mark_used_returning(self, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if could_be_id(i)))
-        if not wanted:
-            return []
-        values = {**self.bound, "ids": wanted, "used_at": at}
-        if self.store.postgres:
-            values["lock_key"] = place_lock_key(self.place.owner_id, self.place.scope)
-        if self.store.postgres:
-            rows: Any = [
-                {**r, "embedding": None if r["embedding_sent"] is None else pg_vector(r["embedding_sent"])}
-                for r in self.conn.execute(MARK_USED_PG, values).mappings()
-            ]
-        else:
-            rows = self.conn.execute(MARK_USED, values).mappings().all()
-        by_id = {r["id"]: self._memory(r) for r in rows}
-        return [by_id[i] for i in wanted if i in by_id]
-
-    def mark_seen(self, ids: Sequence[str]) -> int:
-        wanted = list({i for i in ids if could_be_id(i)})
-        if not wanted:
-            return 0
-        return self.conn.execute(
-            update(memories).where(self.here(), M.id.in_(wanted), M.seen.is_(False)).values(seen=True)
-        ).rowcount
-
     # ---------------------------------------------------------------- rows
-
-    def _row(self, m: Memory) -> dict[str, Any]:
-        e = m.embedding
-        return {
-            "id": m.id, "owner_id": self.place.owner_id, "scope": self.place.scope, "revision": m.revision,
-            "text": self.store.encrypt(m.text),
-            "search_text": search_text(m.text) if self.store.searches_text else None,
-            "words_key": m.words_key, "kind": m.kind, "importance": m.importance, "role": m.role,
-            "origin": m.origin, "sources": sources_json(m.sources), "channel": m.channel, "seen": m.seen,
-            "pinned": m.pinned, "state": m.state, "last_op": m.last_op, "created_at": m.created_at,
-            "updated_at": m.updated_at, "last_used_at": m.last_used_at,
-            "embedding_model": e.model if e else None, "embedding_dim": e.dim if e else None,
-            "embedding": e.vector if e else None,
-        }
 
     def _memory(self, r: RowMapping) -> Memory:
         vector = r["embedding"]

@@ -1,0 +1,77 @@
+"""A place's data in the in-memory store: the snapshot `_PlaceData` a transaction copies and
+`commit()` swaps in, the consolidation claim `RefClaim` it keeps, and `matches`/`newest_first`,
+the in-process twins of the SQL stores' WHERE clause and ORDER BY (see `.store`, `.transaction`).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from portal.domain.recall.index import PlaceIndex
+from portal.domain.types import Memory, Receipt, Revision
+from portal.ports import Filters, Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RefClaim:
+    claimed_at: datetime
+    state: str = "done"
+    lease_until: datetime | None = None
+    holder: str | None = None
+
+
+@dataclass
+class _PlaceData:
+    memories: dict[str, Memory] = field(default_factory=dict)
+    revisions: dict[str, list[Revision]] = field(default_factory=dict)
+    settings: Settings | None = None
+    refs: dict[str, RefClaim] = field(default_factory=dict)
+    receipts: dict[str, Receipt] = field(default_factory=dict)
+    tombstones: dict[str, datetime] = field(default_factory=dict)
+    # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
+    # memory's text changes or the memory is removed (nothing of an erased text stays behind).
+    terms: dict[str, builtins.list[str]] = field(default_factory=dict)
+    # What recall ranks (the SQL stores' recall cache keeps the same), built from the active
+    # memories on first use and kept until a write changes them (see `_Tx._w`).
+    index: PlaceIndex | None = None
+
+    def is_empty(self) -> bool:
+        return not (self.memories or any(self.revisions.values()) or self.settings is not None or self.refs or self.receipts
+                    or self.tombstones)
+
+    def copy(self) -> _PlaceData:
+        return _PlaceData(
+            memories=dict(self.memories),
+            revisions={k: list(v) for k, v in self.revisions.items()},
+            settings=self.settings,
+            refs=dict(self.refs),
+            receipts=dict(self.receipts),
+            tombstones=dict(self.tombstones),
+            terms=dict(self.terms),
+            # Valid until a write changes which memories are active, their text, kind, time or
+            # vectors (see `_Tx._w`): a recall's mark_used must not throw it away.
+            index=self.index,
+        )
+
+
+def matches(memory: Memory, filters: Filters) -> bool:
+    """Whether a memory passes the filters (the in-process twin of the SQL WHERE clause)."""
+    if filters.state is not None and memory.state != filters.state:
+        return False
+    if filters.kinds is not None and memory.kind not in filters.kinds:
+        return False
+    if filters.channel is not None and memory.channel != filters.channel:
+        return False
+    if filters.seen is not None and memory.seen != filters.seen:
+        return False
+    if filters.pinned is not None and memory.pinned != filters.pinned:
+        return False
+    if filters.created_after is not None and memory.created_at <= filters.created_after:
+        return False
+    return not (filters.created_before is not None and memory.created_at >= filters.created_before)
+
+
+def newest_first(memory: Memory) -> tuple[datetime, str]:
+    return (memory.created_at, memory.id)
