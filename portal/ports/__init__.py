@@ -2,10 +2,10 @@
 `portal.ports.store`) and `Records` with its `UnitOfWork` (accounts, tenants, API keys, the audit
 log, erasure requests, changed together with memories; `portal.ports.records`)."""
 
-from portal.ports.records import Accounts, ApiKeys, AuditLog, Erasures, Records, Tenants, UnitOfWork
+from portal.ports.records import Accounts, ApiKeys, AuditLog, Erasures, Records, Repositories, Tenants, UnitOfWork
 from portal.ports.store import Cursor, Filters, NeedsVector, Settings, Store, StoreTx, as_vector
 
 __all__ = [
-    "Accounts", "ApiKeys", "AuditLog", "Cursor", "Erasures", "Filters", "NeedsVector", "Records", "Settings", "Store",
-    "StoreTx", "Tenants", "UnitOfWork", "as_vector",
+    "Accounts", "ApiKeys", "AuditLog", "Cursor", "Erasures", "Filters", "NeedsVector", "Records", "Repositories",
+    "Settings", "Store", "StoreTx", "Tenants", "UnitOfWork", "as_vector",
 ]

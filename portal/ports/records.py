@@ -95,8 +95,8 @@ class ApiKeys(Protocol):
     def list(self, tenant_id: str | None = None) -> builtins.list[ApiKey]: ...
 
 
-class UnitOfWork(Protocol):
-    """One transaction over a person's memories and the records around them."""
+class Repositories(Protocol):
+    """The five stores of records, as a `Records` reads them or a `UnitOfWork` changes them."""
 
     @property
     def accounts(self) -> Accounts: ...
@@ -108,6 +108,10 @@ class UnitOfWork(Protocol):
     def tenants(self) -> Tenants: ...
     @property
     def api_keys(self) -> ApiKeys: ...
+
+
+class UnitOfWork(Repositories, Protocol):
+    """One transaction over a person's memories and the records around them."""
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None) -> PurgeCounts:
         """Erase everything kept under this owner id in `scopes` (None: in every scope)."""
@@ -115,18 +119,7 @@ class UnitOfWork(Protocol):
     def commit(self) -> None: ...
 
 
-class Records(Protocol):
+class Records(Repositories, Protocol):
     """Reads of the records (each sees what is committed) and units of work for changes."""
-
-    @property
-    def accounts(self) -> Accounts: ...
-    @property
-    def audit(self) -> AuditLog: ...
-    @property
-    def erasures(self) -> Erasures: ...
-    @property
-    def tenants(self) -> Tenants: ...
-    @property
-    def api_keys(self) -> ApiKeys: ...
 
     def unit(self) -> AbstractContextManager[UnitOfWork]: ...

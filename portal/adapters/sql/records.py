@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import and_, delete, insert, literal, or_, select, update
-from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.audit import AuditLog
@@ -22,22 +21,14 @@ from portal.adapters.sql.tables import (
     memory_settings,
     memory_tombstones,
 )
+from portal.adapters.sql.tx_state import PlaceTxState
 from portal.adapters.sql.uow import purge
 from portal.domain.audit import AuditEntry
-from portal.domain.types import Place, PurgeCounts, Receipt
+from portal.domain.types import PurgeCounts, Receipt
 from portal.ports import Settings
 
-if TYPE_CHECKING:
-    from portal.adapters.sql.store import SqlStore
 
-
-class PlaceRecords:
-    conn: Connection
-    place: Place
-    bound: dict[str, str]
-    store: SqlStore
-    changed: bool
-    erased: bool
+class PlaceRecords(PlaceTxState):
     token_gone: bool
 
     def here(self, table: Any = memories) -> ColumnElement[bool]:

@@ -9,32 +9,24 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import delete, insert, select, update
-from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.engine import place_lock_key
 from portal.adapters.sql.statements import INSERT_COUNTING, MARK_USED, MARK_USED_PG, could_be_id, pg_vector, sources_json
 from portal.adapters.sql.tables import memories, memory_revisions
+from portal.adapters.sql.tx_state import PlaceTxState
 from portal.domain.text import search_text
-from portal.domain.types import Memory, Place, Revision
-
-if TYPE_CHECKING:
-    from portal.adapters.sql.store import SqlStore
+from portal.domain.types import Memory, Revision
 
 M = memories.c
 R = memory_revisions.c
 
 
-class PlaceWriting:
-    conn: Connection
-    place: Place
-    bound: dict[str, str]
-    store: SqlStore
-    changed: bool
-    erased: bool
+class PlaceWriting(PlaceTxState):
     # Given by `PlaceRecords` and `SqlTx`.
     here: Callable[..., ColumnElement[bool]]
     _memory: Callable[[RowMapping], Memory]

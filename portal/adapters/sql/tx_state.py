@@ -1,0 +1,22 @@
+"""What the mixins of a place transaction (`SqlTx`: `PlaceRecords`, `PlaceWriting`) share: the
+attributes `SqlTx` sets, declared once so each mixin is type-checked against them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Connection
+
+from portal.domain.types import Place
+
+if TYPE_CHECKING:
+    from portal.adapters.sql.store import SqlStore
+
+
+class PlaceTxState:
+    conn: Connection
+    place: Place
+    bound: dict[str, str]
+    store: SqlStore
+    changed: bool
+    erased: bool
