@@ -87,13 +87,14 @@ def _open_counters(database_path: str, start: Any, errors: Any) -> None:
 
 
 def test_workers_booting_together_on_a_fresh_sqlite_file_all_open_the_counters(tmp_path: Path) -> None:
-    # Gunicorn starts its workers at once, and each makes the side file's table on first use: none
-    # may fail with "database is locked" (a read of the schema upgraded to a write is never retried).
+    # Gunicorn starts its workers at once, and each opens the new side file (WAL mode) and makes its
+    # table on first use: none may fail with "database is locked" (SQLite retries neither a read of
+    # the schema upgraded to a write nor the switch of a new file to WAL).
     context = multiprocessing.get_context("spawn")
-    for attempt in range(3):
+    for attempt in range(4):
         path = tmp_path / f"memory-{attempt}.db"
-        start, errors = context.Barrier(6), context.Queue()
-        workers = [context.Process(target=_open_counters, args=(str(path), start, errors)) for _ in range(6)]
+        start, errors = context.Barrier(8), context.Queue()
+        workers = [context.Process(target=_open_counters, args=(str(path), start, errors)) for _ in range(8)]
         for worker in workers:
             worker.start()
         for worker in workers:

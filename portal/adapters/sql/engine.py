@@ -9,6 +9,8 @@ transaction, so several app processes never interleave two writes to one person'
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +54,11 @@ def _sqlite_events(engine: Engine) -> None:
         # Let SQLAlchemy's begin event decide how a transaction starts (deferred or IMMEDIATE).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         if engine.url.database not in (None, "", ":memory:"):
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _write_ahead_log(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         # Deleted rows are overwritten with zeros in the database pages, not only unlinked: what a
         # person erased is not left in free space (many builds default to this; never rely on it).
         cursor.execute("PRAGMA secure_delete=ON")
@@ -66,6 +68,21 @@ def _sqlite_events(engine: Engine) -> None:
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get("sqlite_begin", "")
         connection.exec_driver_sql(f"BEGIN {mode}".strip())
+
+
+def _write_ahead_log(cursor: Any) -> None:
+    """Put the file in WAL mode. On a new file that several processes open at once (workers
+    booting together), SQLite answers "database is locked" at once to all but one of them, without
+    calling the busy handler: try again until the busy timeout, as the handler would have."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 BUSY_TIMEOUT_MS = 60_000
