@@ -10,14 +10,16 @@ in `portal.services.transcript`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from portal.domain.errors import Conflict, InvalidWhere, NotFound, Refused
 from portal.domain.extraction import Extraction, read_extraction
 from portal.domain.options import new_id
-from portal.domain.types import Holding, Memory, Place, Source, as_place
+from portal.domain.types import Holding, Memory, Place, Saved, Source, as_place
 from portal.ports import Filters
 from portal.services.context import Context
 from portal.services.leases import Renewing
@@ -183,17 +185,12 @@ class Consolidation:
             if correction.id not in shown_ids:
                 _refuse(result, "not_shown")
                 continue
-            try:
-                outcome = self.memories.update(
-                    place, correction.id, text=correction.text, kind=correction.kind, importance=correction.importance,
-                    origin="inferred", sources=(Source("consolidation", ref),), person_name=person_name, holding=holding,
-                )
-            except (Refused, NotFound, Conflict) as refused:
-                _refuse(result, refused.code)
-                continue
-            except Exception as exc:
-                log.warning("consolidate.write_failed place=%s error=%s", _pid(place), type(exc).__name__)
-                result.failed += 1
+            outcome = _attempt(result, place, partial(
+                self.memories.update, place, correction.id, text=correction.text, kind=correction.kind,
+                importance=correction.importance, origin="inferred", sources=(Source("consolidation", ref),),
+                person_name=person_name, holding=holding,
+            ))
+            if outcome is None:
                 continue
             if outcome.reinforced:
                 result.reinforced += 1
@@ -201,18 +198,12 @@ class Consolidation:
                 result.corrected += 1
         for fact in extraction.facts:
             source = Source("consolidation", ref, tuple(i for i in fact.messages if any(m.index == i for m in shown)))
-            try:
-                outcome = self.memories.remember(
-                    place, fact.text, kind=fact.kind, importance=fact.importance, role=role,
-                    explicit=is_explicit_fact(fact, shown), origin="inferred", sources=(source,),
-                    channel="background", person_name=person_name, holding=holding,
-                )
-            except Refused as refused:
-                _refuse(result, refused.code)
-                continue
-            except Exception as exc:
-                log.warning("consolidate.write_failed place=%s error=%s", _pid(place), type(exc).__name__)
-                result.failed += 1
+            outcome = _attempt(result, place, partial(
+                self.memories.remember, place, fact.text, kind=fact.kind, importance=fact.importance, role=role,
+                explicit=is_explicit_fact(fact, shown), origin="inferred", sources=(source,), channel="background",
+                person_name=person_name, holding=holding,
+            ))
+            if outcome is None:
                 continue
             if outcome.reinforced:
                 result.reinforced += 1  # said again: nothing new learnt, nothing corrected
@@ -252,6 +243,19 @@ class Consolidation:
                 tx.commit()
         except Exception as exc:
             log.warning("consolidate.release_failed place=%s error=%s", _pid(place), type(exc).__name__)
+
+
+def _attempt(result: ConsolidationResult, place: Place, write: Callable[[], Saved]) -> Saved | None:
+    """One write of a consolidation: its outcome, or None once counted as refused (the service's
+    refusal, a memory gone or changed since it was shown) or as failed (the store, logged by class)."""
+    try:
+        return write()
+    except (Refused, NotFound, Conflict) as refused:
+        _refuse(result, refused.code)
+    except Exception as exc:
+        log.warning("consolidate.write_failed place=%s error=%s", _pid(place), type(exc).__name__)
+        result.failed += 1
+    return None
 
 
 def _refuse(result: ConsolidationResult, code: str) -> None:

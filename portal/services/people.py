@@ -3,6 +3,8 @@ the portal. Framework-free; the sign-in views are thin shells over `People`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from portal.domain.errors import Refused
 from portal.domain.options import Clock, utc_now
 from portal.domain.people import LANGUAGES, User
@@ -20,11 +22,11 @@ class People:
         user = self.records.accounts.authenticate(email, password)
         if user is None:
             return None
+        now = self.clock()
         with self.records.unit() as uow:
-            now = self.clock()
             uow.accounts.mark_visit(user.id, now)
             uow.commit()
-        return self.records.accounts.get(user.id)
+        return replace(user, last_visit_at=now)
 
     def session(self, session_id: str) -> User | None:
         """The account a sign-in session (`User.get_id`) stands for, or None once its epoch has

@@ -4,27 +4,21 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, Response, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
-from portal.bootstrap import Runtime
 from portal.domain.audit import AuditNote
 from portal.domain.people import LANGUAGES
 from portal.web.memories import context, service
-from portal.web.render import is_htmx
+from portal.web.render import is_htmx, runtime
 from portal.web.spreadsheet import csv_download
 
 bp = Blueprint("account", __name__, url_prefix="/account")
 CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin", "channel", "state", "created_at",
               "updated_at", "last_used_at")
-
-
-def runtime() -> Runtime:
-    value: Runtime = current_app.extensions["memory_runtime"]
-    return value
 
 
 def audit(action: str) -> AuditNote:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -10,6 +10,7 @@ from flask_login import current_user
 from portal.domain.people import PERMISSIONS
 from portal.services.administration import Administration
 from portal.web.errors import refusals
+from portal.web.render import runtime
 from portal.web.security import roles_required
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
@@ -23,8 +24,7 @@ def back_to_index(text: str, **_arguments: str) -> ResponseReturnValue:
 
 
 def administration() -> Administration:
-    value: Administration = current_app.extensions["memory_runtime"].administration
-    return value
+    return runtime().administration
 
 
 def page(new_key: str | None = None, status: int = 200) -> ResponseReturnValue:

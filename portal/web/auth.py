@@ -9,6 +9,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_required, login_user, logout_user
 
+from portal.web.render import runtime
 from portal.web.security import rotate_csrf_token, safe_next
 from portal.web.throttle import DEVICE_COOKIE, DEVICE_DAYS, throttle
 
@@ -28,7 +29,7 @@ def login() -> ResponseReturnValue:
         wait = throttle().attempt(email, request.remote_addr, device)
         if wait is not None:  # past a limit: not even checked, the right password included
             return too_many(wait)
-        user = current_app.extensions["memory_runtime"].people.sign_in(email, password)
+        user = runtime().people.sign_in(email, password)
         if user is not None:
             known = throttle().succeeded(email, request.remote_addr, device)
             rotate_csrf_token()
@@ -54,7 +55,7 @@ def too_many(wait: int) -> ResponseReturnValue:
 @bp.post("/logout")
 @login_required
 def logout() -> ResponseReturnValue:
-    current_app.extensions["memory_runtime"].people.sign_out(current_user)
+    runtime().people.sign_out(current_user)
     logout_user()
     flash(_("You are signed out."))
     return redirect(url_for("auth.login"), 303)

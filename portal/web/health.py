@@ -8,6 +8,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from portal.adapters.sql.migrate import current_revision, head_revision
+from portal.web.render import runtime
 
 bp = Blueprint("health", __name__)
 
@@ -21,7 +22,7 @@ def healthz() -> ResponseReturnValue:
 @bp.get("/readyz")
 def readyz() -> ResponseReturnValue:
     """Ready when the database answers and the schema is migrated."""
-    engine = current_app.extensions["memory_runtime"].engine
+    engine = runtime().engine
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, current_app, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import ngettext
@@ -19,15 +19,14 @@ from portal.domain.errors import InvalidArgument
 from portal.domain.types import Memory, Source
 from portal.services.memory_service import MemoryService
 from portal.web.errors import refusals
-from portal.web.render import is_htmx, page_or_fragment
+from portal.web.render import is_htmx, page_or_fragment, runtime
 
 bp = Blueprint("memories", __name__)
 PAGE = 25
 
 
 def service() -> MemoryService:
-    svc: MemoryService = current_app.extensions["memory_runtime"].service
-    return svc
+    return runtime().service
 
 
 def context() -> dict[str, Any]:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, make_response, render_template, request
+from flask import Response, current_app, make_response, render_template, request
 from flask_babel import gettext as _
+
+from portal.bootstrap import Runtime
+
+
+def runtime() -> Runtime:
+    """The app's runtime (portal.app.create_app put it there): the services every view calls."""
+    found: Runtime = current_app.extensions["memory_runtime"]
+    return found
 
 
 def is_htmx() -> bool:

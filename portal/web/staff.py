@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from flask import Blueprint, Response, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 
 from portal.services.support import BREAK_GLASS_REASONS, Support
 from portal.web.errors import refusals
+from portal.web.render import runtime
 from portal.web.security import roles_required
 from portal.web.spreadsheet import csv_download
 
@@ -25,8 +26,7 @@ AUDIT_FILTERS = ("actor", "subject", "action", "from", "to")
 
 
 def support() -> Support:
-    value: Support = current_app.extensions["memory_runtime"].support
-    return value
+    return runtime().support
 
 
 def back_to_person(text: str, user_id: str) -> ResponseReturnValue:
