@@ -113,6 +113,7 @@ def build_runtime(
         options=Options(
             rules=rules, max_active=config.max_active, trim_above=config.trim_above,
             trusted_tools=config.trusted_tools, prompts=prompts, lease_seconds=float(config.lease_seconds),
+            relevance_floor=config.relevance_floor,
         ),
         llm=chosen_llm,
         mask=config.mask,

@@ -49,6 +49,7 @@ class Config:
     llm_timeout: float = 30.0
     embedding_timeout: float = 10.0
     recall_cache_mb: int = 256
+    relevance_floor: float = 0.2
     recall_cache_idle: int = 300
     # Which scopes the erasure of an account reaches: its tenant's ("tenant"), or every scope
     # ("all") for a host whose owner ids are unique across its tenants (DESIGN §2).
@@ -144,6 +145,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         llm_timeout=float(_int(environ, "MEMORY_LLM_TIMEOUT", 30, minimum=1)),
         embedding_timeout=float(_int(environ, "MEMORY_EMBEDDING_TIMEOUT", 10, minimum=1)),
         recall_cache_mb=_int(environ, "MEMORY_RECALL_CACHE_MB", 256, minimum=0),
+        relevance_floor=_float(environ, "MEMORY_RELEVANCE_FLOOR", 0.2, low=-1.0, high=1.0),
         recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
         erasure_scope=erasure_scope,
         ratelimit_storage_uri=environ.get("RATELIMIT_STORAGE_URI", "").strip(),
@@ -194,6 +196,19 @@ def _bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
     if value in FALSE:
         return False
     raise ConfigError(f"{name} must be true or false")
+
+
+def _float(environ: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number") from None
+    if not low <= value <= high:  # NaN fails this too
+        raise ConfigError(f"{name} must be between {low:g} and {high:g}")
+    return value
 
 
 def _int(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:

@@ -34,7 +34,7 @@ def register(api: Api) -> None:
     def recall(call: Call) -> Reply:
         b: RecallIn = call.body
         hits = service().recall(call.place, b.query, kinds=b.kinds, after=b.after, before=b.before, limit=b.limit,
-                                min_similarity=b.min_similarity)
+                                min_similarity=b.min_similarity, relevant_only=b.relevant_only)
         items = [HitOut(memory=MemoryOut.of(h.memory), score=h.score, match=h.match) for h in hits]  # type: ignore[arg-type]
         return Reply(200, RecallOut(items=items))
 

@@ -119,10 +119,10 @@ class MemoryClient:
 
     def recall(self, owner_id: str, query: str, kinds: Sequence[str] | None = None, after: datetime | None = None,
                before: datetime | None = None, limit: int | None = None,
-               min_similarity: float | None = None) -> builtins.list[Hit]:
+               min_similarity: float | None = None, relevant_only: bool = False) -> builtins.list[Hit]:
         body = _given(query=query, kinds=builtins.list(kinds) if kinds is not None else None,
                       after=after.isoformat() if after else None, before=before.isoformat() if before else None,
-                      limit=limit, min_similarity=min_similarity)
+                      limit=limit, min_similarity=min_similarity, relevant_only=relevant_only or None)
         data, _ = self._call("POST", _person(owner_id, "recall"), body)
         return [Hit(Memory.of(h["memory"]), float(h["score"]), h["match"]) for h in data["items"]]
 

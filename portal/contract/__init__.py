@@ -18,7 +18,8 @@ False (text kept out of the database's reach, e.g. encrypted) is held to the sam
 which it then answers in process.
 
 The suite is a package of topic modules: `base` (the options, builders and checks), `places`
-(places and isolation, transactions), `listing`, `searching` (words and vectors), `writing`
+(places and isolation, transactions), `listing`, `searching` (words and vectors), `ranking`
+(equal scores fall by id, through recall too), `writing`
 (saves, revisions, tombstones), `receipts` (settings, refs, receipts) and `retention` (purging and
 pruning). Each holds one mixin; `StoreContract` composes them. The mixins' names do not start with
 `Test`, so pytest collects their tests only through a `Test*` subclass of `StoreContract`.
@@ -39,6 +40,7 @@ except ImportError as exc:  # pragma: no cover - only without the test extras
 
 from portal.contract.listing import ListingContract
 from portal.contract.places import PlacesContract
+from portal.contract.ranking import RankingContract
 from portal.contract.receipts import ReceiptsContract
 from portal.contract.records import RecordsContract
 from portal.contract.retention import RetentionContract
@@ -49,6 +51,7 @@ __all__ = ["RecordsContract", "StoreContract"]
 
 
 class StoreContract(
-    PlacesContract, ListingContract, SearchingContract, WritingContract, ReceiptsContract, RetentionContract
+    PlacesContract, ListingContract, SearchingContract, RankingContract, WritingContract, ReceiptsContract,
+    RetentionContract,
 ):
     """Subclass with a `store` fixture; every `test_*` here then runs against that store."""

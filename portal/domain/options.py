@@ -54,6 +54,13 @@ class Options:
     duplicate_threshold: float = 0.92
     on_duplicate: str = "replace"
     min_similarity: float | None = None
+    # The relevance floor: with `recall(..., relevant_only=True)` (the portal's search, and API
+    # callers asking `"relevant_only": true`) a memory is a hit only if it shares a word with the
+    # query or its plain cosine reaches this. Set for all-MiniLM-L6-v2, whose cosines run low: a
+    # query of nonsense ("zzzqqq", "asdf", "lorem ipsum") meets the demo memories at 0.10-0.19 at
+    # best, a short real question its memory at 0.24-0.53 ("cat" 0.53, "job" 0.28, "trip" 0.26).
+    # Another model has another scale: MEMORY_RELEVANCE_FLOOR.
+    relevance_floor: float = 0.2
     # How recall fuses its two rankings: "relative" scales each ranking's scores to [0, 1] and adds
     # them by weight; "rrf" adds weighted reciprocal ranks (k = 60). The weights (words a little
     # over meaning) were tuned on the LoCoMo dev set with all-MiniLM-L6-v2: docs/benchmarks.md.
@@ -95,6 +102,8 @@ class Options:
             raise ValueError("transcript_keep is 'start' or 'end'")
         if not 0.0 < self.duplicate_threshold <= 1.0:
             raise ValueError("duplicate_threshold is in (0, 1]")
+        if not -1.0 <= self.relevance_floor <= 1.0:
+            raise ValueError("relevance_floor is in [-1, 1]")
         if self.lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
 

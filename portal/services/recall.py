@@ -88,6 +88,7 @@ class Recall:
     def recall(
         self, place: Place, query: str, kinds: Sequence[str] | None = None, after: datetime | None = None,
         before: datetime | None = None, limit: int = 5, min_similarity: float | None = None, mark: bool = True,
+        relevant_only: bool = False,
     ) -> builtins.list[Hit]:
         """The memories that best answer `query`: meaning and words fused (by relative scores, or
         by reciprocal rank with `Options(fusion="rrf")`), weighted by the options' weights.
@@ -96,7 +97,12 @@ class Recall:
         query's vector less part of the mean direction of the memories searched
         (`meaning_centering`), ranked a second time after moving the query toward the first fused
         hits (`feedback_memories`, `feedback_weight`). A similarity floor is checked on the plain
-        cosine. With the default fusion and weights a hit's score is in [0, 1].
+        cosine. With the default fusion and weights a hit's score is in [0, 1]. Equal scores (to
+        1e-6) fall by id, on every store.
+
+        With `relevant_only`, only memories that share a word with the query or whose plain cosine
+        reaches the relevance floor (`Options.relevance_floor`, or `min_similarity` if higher) are
+        hits: a query about nothing they hold finds nothing, instead of the closest of them.
 
         Without an embedder, with the AI off or while the embedder fails, it ranks by words, then
         by the most recently useful. Returned memories are marked used (unless `mark` is False:
@@ -112,6 +118,8 @@ class Recall:
                           created_before=moment(before))
         depth = max(50, limit * 5)
         threshold = options.min_similarity if min_similarity is None else min_similarity
+        if relevant_only:
+            threshold = options.relevance_floor if threshold is None else max(threshold, options.relevance_floor)
         query_vector = ctx.embed(place, query, "query")
         by_id: dict[str, Memory] = {}
         # No snapshot needed: each ranking comes from one read (the recall cache, or one statement),
@@ -119,13 +127,13 @@ class Recall:
         with ctx.store.read(place, snapshot=False) as tx:
             lexical = tx.search_words(query, depth, filters)
             if query_vector is None:
-                # Ties are broken by the most recently useful: only memories scoring at least the
-                # limit-th score can be among the hits, so only those are read.
+                # Ties are broken by the most recently useful, then by id: only memories scoring at
+                # least the limit-th score can be among the hits, so only those are read.
                 if len(lexical) > limit:
                     lexical = [(i, s) for i, s in lexical if s >= lexical[limit - 1][1]]
                 by_id = active(tx.get_many([i for i, _ in lexical]))
                 ordered = sorted(((i, s) for i, s in lexical if i in by_id),
-                                 key=lambda pair: (-pair[1], -by_id[pair[0]].last_useful_at.timestamp()))
+                                 key=lambda pair: (-pair[1], -by_id[pair[0]].last_useful_at.timestamp(), pair[0]))
                 ranked = [(i, s, "lexical") for i, s in ordered[:limit]]
             else:
                 meaning = Meaning(tx, query_vector, filters, options.meaning_centering)

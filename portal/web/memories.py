@@ -58,7 +58,8 @@ def index() -> ResponseReturnValue:
     query = request.args.get("q", "").strip()[:200]
     next_cursor = None
     if query:
-        items = [h.memory for h in svc.recall(place, query, kinds=[kind] if kind else None, limit=50, mark=False)]
+        items = [h.memory for h in svc.recall(place, query, kinds=[kind] if kind else None, limit=50, mark=False,
+                                              relevant_only=True)]
     else:
         try:
             page = svc.list(place, kinds=[kind] if kind else None, limit=PAGE, cursor=request.args.get("cursor") or None)

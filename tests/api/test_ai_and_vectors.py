@@ -66,6 +66,21 @@ def test_recall_says_how_each_memory_was_found(any_vector_world: World) -> None:
         assert ranked[0].memory.id == kitten.id and ranked[0].score >= ranked[-1].score
 
 
+def test_relevant_only_keeps_the_floor_of_the_host(any_vector_world: World) -> None:
+    """`relevant_only`: a hit shares a word with the query or is as close as the relevance floor
+    (0.2 by default); without it the closest memories come back whatever they are."""
+    with any_vector_world.client() as memory:
+        kitten = memory.remember("ada", "Has a kitten called Miso").memory
+        memory.remember("ada", "Trains for the marathon")
+        assert len(memory.recall("ada", "zzzqqq", limit=5)) == 2  # the closest, however far
+        assert memory.recall("ada", "zzzqqq", limit=5, relevant_only=True) == []
+        assert [h.memory.id for h in memory.recall("ada", "feline", relevant_only=True)] == [kitten.id]
+        assert [h.memory.id for h in memory.recall("ada", "Miso", relevant_only=True)] == [kitten.id]
+        # a caller's own floor above the host's is kept ("feline runs": cosine 0.71 to both)
+        assert len(memory.recall("ada", "feline runs", relevant_only=True)) == 2
+        assert memory.recall("ada", "feline runs", relevant_only=True, min_similarity=0.9) == []
+
+
 def test_a_memory_close_in_meaning_is_a_duplicate(vector_world: World) -> None:
     with vector_world.client() as memory:
         kitten = memory.remember("ada", "Has a kitten").memory

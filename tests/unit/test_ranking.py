@@ -50,12 +50,37 @@ def test_relative_fusion_scales_each_ranking_and_weighs_it():
     assert [(i, round(s, 6), found) for i, s, found in fused] == [
         ("c", 0.6, {"vector", "lexical"}), ("a", 0.4, {"vector"}), ("b", 0.2, {"vector"}), ("d", 0.0, {"lexical"}),
     ]
-    # a lone candidate, or candidates all equal, count fully
-    assert fuse_scores([("vector", [("a", 0.3)], 0.4), ("lexical", [("b", 1.0), ("c", 1.0)], 0.6)], 10) == [
-        ("b", 0.6, {"lexical"}), ("c", 0.6, {"lexical"}), ("a", 0.4, {"vector"}),
+    # a lone candidate, or candidates all equal, are the ranking's best: fully by meaning, and by
+    # words as far as their BM25 score says (1.0 of the 4.0 that counts fully)
+    assert fuse_scores([("vector", [("a", 0.3)], 0.4), ("lexical", [("c", 1.0), ("b", 1.0)], 0.6)], 10) == [
+        ("a", 0.4, {"vector"}), ("b", 0.15, {"lexical"}), ("c", 0.15, {"lexical"}),
     ]
     assert fuse_scores([("vector", [], 1.0)], 5) == []
     assert len(fuse_scores([("vector", [("a", 1.0), ("b", 0.5)], 1.0)], 1)) == 1
+
+
+def test_one_weak_word_match_is_not_made_a_full_one():
+    """Five memories, "how do they like their replies?": the only word in common with any of them
+    is the stem "like" of "Likes tea", a weak match (BM25 1.39 among five), while by meaning
+    "Prefers short answers" is far ahead (MiniLM cosines). The answer about replies comes first."""
+    meaning = [("short", 0.32), ("tea", 0.14), ("nurse", 0.05), ("cat", 0.03), ("race", 0.01)]
+    fused = fuse_scores([("vector", meaning, 0.45), ("lexical", [("tea", 1.39)], 0.55)], 5)
+    assert [i for i, _, _ in fused][:2] == ["short", "tea"]
+    assert fused[0][1] == pytest.approx(0.45)
+    assert fused[1][1] == pytest.approx(0.45 * (1 - 0.18 / 0.31) + 0.55 * 1.39 / 4.0)
+    # a strong word match still counts fully, and still wins
+    assert fuse_scores([("vector", meaning, 0.45), ("lexical", [("tea", 6.0)], 0.55)], 1)[0][0] == "tea"
+
+
+def test_cosines_a_rounding_error_apart_stay_equal_and_fall_by_id():
+    fused = fuse_scores([("vector", [("b", 0.5 + 2.2e-8), ("a", 0.5), ("c", 0.2)], 1.0)], 3)
+    assert [i for i, _, _ in fused] == ["a", "b", "c"]
+    assert fused[0][1] == pytest.approx(fused[1][1], abs=1e-6) and fused[2][1] == pytest.approx(0.0, abs=1e-6)
+    # closer than the span that counts (0.1 of cosine), candidates are not stretched to 1 and 0
+    near = fuse_scores([("vector", [("x", 0.52), ("y", 0.50)], 1.0)], 2)
+    assert [round(s, 6) for _, s, _ in near] == [1.0, 0.8]
+    # reciprocal ranks too: equal sums by id
+    assert [i for i, _, _ in fuse([("vector", [("b", 0.9)], 1.0), ("lexical", [("a", 2.0)], 1.0)], 2)] == ["a", "b"]
 
 
 def test_reciprocal_rank_fusion_stays_an_option(make_service, place):

@@ -103,12 +103,18 @@ def seeded_database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
 
 
 @pytest.fixture
-def world(tmp_path: Path, seeded_database: tuple[Path, dict[str, str]]) -> Iterator[World]:
+def world_embedder() -> Any:
+    """The world's embedder: none (recall by words); a test module may give one."""
+    return None
+
+
+@pytest.fixture
+def world(tmp_path: Path, seeded_database: tuple[Path, dict[str, str]], world_embedder: Any) -> Iterator[World]:
     seed, ids = seeded_database
     shutil.copyfile(seed, tmp_path / "memory.db")
     config = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
     engine = make_engine(config.database_url)
-    runtime = build_runtime(config, embedder=None, engine=engine, llm=None)
+    runtime = build_runtime(config, embedder=world_embedder, engine=engine, llm=None)
     runtime.service.clock = ticking_clock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
 
     def account(name: str) -> User:

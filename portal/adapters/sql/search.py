@@ -38,7 +38,7 @@ def nearest_rows(tx: SqlTx, query: Embedding, limit: int, filters: Filters) -> l
     where = [tx.here(), *tx.filtered(filters), *same_space]
     if tx.store.postgres:
         distance = M.embedding.op("<=>", return_type=Float())(query.vector)
-        rows = tx.conn.execute(select(M.id, distance.label("d")).where(*where).order_by(distance).limit(limit)).all()
+        rows = tx.conn.execute(select(M.id, distance.label("d")).where(*where).order_by(distance, M.id).limit(limit)).all()
         return [(r.id, 1.0 - float(r.d)) for r in rows]
     ids, matrix, norms = place_matrix(tx, query.model, query.dim, filters)
     return cosine_top(query.vector, ids, matrix, limit, norms=norms)
@@ -54,7 +54,9 @@ def place_matrix(tx: SqlTx, model: str, dim: int, filters: Filters) -> tuple[lis
     if cache is not None and key in cache:
         return cache[key]
     where = [tx.here(), *tx.filtered(filters), M.embedding_model == model, M.embedding_dim == dim]
-    rows = tx.conn.execute(select(M.id, type_coerce(M.embedding, LargeBinary)).where(*where)).all()
+    rows = tx.conn.execute(
+        select(M.id, type_coerce(M.embedding, LargeBinary)).where(*where).order_by(M.id)  # ties fall by id
+    ).all()
     ids = [r[0] for r in rows]
     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
     found = (ids, matrix, row_norms(matrix))

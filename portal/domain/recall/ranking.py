@@ -23,6 +23,13 @@ BM25_K1 = 1.2
 # are all close; see docs/benchmarks.md).
 BM25_B = 0.4
 FRAGMENT_MIN = 3
+# Relative fusion (`fuse_scores`): cosines closer than this are not stretched apart, and a word
+# ranking counts fully once its best BM25 score reaches LEXICAL_FULL (about one distinctive word
+# matched in a place of a hundred memories: idf log(100 / 1.5) ≈ 4.2); below, in proportion.
+VECTOR_SPAN = 0.1
+LEXICAL_FULL = 4.0
+# Scores equal to this many decimals are a tie, broken by id (float rounding differs by store).
+TIE_DIGITS = 6
 
 
 def normalize(matrix: np.ndarray) -> np.ndarray:
@@ -48,8 +55,9 @@ def cosine_top(
     min_similarity: float | None = None,
     norms: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
-    """The `limit` rows most similar to `query`, best first, as (id, cosine similarity).
-    `norms` may hand in `row_norms(matrix)`, kept by a caller that ranks the same rows often."""
+    """The `limit` rows most similar to `query`, best first, as (id, cosine similarity); rows of
+    equal similarity in row order (callers hand the rows in id order: ties fall by id). `norms`
+    may hand in `row_norms(matrix)`, kept by a caller that ranks the same rows often."""
     if not len(ids) or limit <= 0:
         return []
     q = query.astype(np.float32, copy=False)
@@ -59,8 +67,11 @@ def cosine_top(
     sims = (matrix @ q) / (norms * qn)
     k = min(limit, len(ids))
     if k < len(ids):
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
+        # Every row reaching the k-th score, in row order, then the best k of them: rows tying at
+        # the cut are taken in row order too, not as the partition left them.
+        kth = np.partition(sims, len(ids) - k)[len(ids) - k]
+        reaching = np.flatnonzero(sims >= kth)
+        top = reaching[np.argsort(-sims[reaching], kind="stable")[:k]]
     else:
         top = np.argsort(-sims, kind="stable")
     out = [(ids[i], float(sims[i])) for i in top]
@@ -222,10 +233,19 @@ def fuse_scores(
 ) -> list[tuple[str, float, set[str]]]:
     """Relative score fusion of named rankings: (name, [(id, score)…], weight) → (id, score, names).
 
-    Each ranking's scores are scaled to [0, 1] over its own candidates (its best 1, its worst 0; a
-    lone candidate, or candidates all equal, 1), then weighted and summed. Unlike reciprocal ranks
-    this keeps how far apart the candidates are: a memory far better by words than the next one
-    keeps that lead. Ties keep the order of first appearance, so the first ranking breaks them.
+    Each ranking's scores are scaled to [0, 1] over its own candidates, then weighted and summed.
+    Unlike reciprocal ranks this keeps how far apart the candidates are: a memory far better by
+    words than the next one keeps that lead. Two things keep the scaling from inventing evidence:
+
+    - the meaning ranking ("vector", cosines) puts its best at 1 and the others below it by their
+      distance over the candidates' span, but over at least `VECTOR_SPAN`: cosines 1e-8 apart stay
+      equal instead of becoming 1 and 0;
+    - the word ranking ("lexical", BM25) is scaled from its worst to its best and then by how strong
+      its best is (`lexical_evidence`): one memory sharing a common word with the question (the
+      stem "like" of "how do they like their replies?" in "Likes tea") is no longer a full 1.
+
+    Equal scores (to 1e-6, so that the stores' float rounding cannot part them) fall by id: the
+    order is the same on every store, with or without the recall cache.
     """
     fused: dict[str, float] = {}
     found_by: dict[str, set[str]] = {}
@@ -234,13 +254,26 @@ def fuse_scores(
             continue
         values = [score for _, score in ranking]
         low, high = min(values), max(values)
-        span = high - low
-        for doc_id, score in ranking:
-            scaled = (score - low) / span if span > 0 else 1.0
+        if name == "lexical":
+            evidence, span = lexical_evidence(high), high - low
+            scale = [evidence * ((s - low) / span if span > 0 else 1.0) for s in values]
+        else:
+            span = max(high - low, VECTOR_SPAN)
+            scale = [1.0 - (high - s) / span for s in values]
+        for (doc_id, _), scaled in zip(ranking, scale, strict=True):
             fused[doc_id] = fused.get(doc_id, 0.0) + weight * scaled
             found_by.setdefault(doc_id, set()).add(name)
-    ordered = sorted(fused.items(), key=lambda item: -item[1])
-    return [(doc_id, score, found_by[doc_id]) for doc_id, score in ordered[:limit]]
+    return [(doc_id, score, found_by[doc_id]) for doc_id, score in ordered(fused)[:limit]]
+
+
+def lexical_evidence(best: float) -> float:
+    """How much a word ranking's best BM25 score says, in [0, 1]: full from `LEXICAL_FULL` up."""
+    return min(1.0, max(best, 0.0) / LEXICAL_FULL)
+
+
+def ordered(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Best first; scores equal to `TIE_DIGITS` decimals by id (the documented tie-break)."""
+    return sorted(scores.items(), key=lambda item: (-round(item[1], TIE_DIGITS), item[0]))
 
 
 def fuse(
@@ -250,7 +283,7 @@ def fuse(
 ) -> list[tuple[str, float, set[str]]]:
     """Reciprocal-rank fusion of named rankings: (name, [(id, score)…], weight) → (id, score, names).
 
-    Ties keep the order of first appearance, so the first ranking breaks them.
+    Equal scores fall by id, as in `fuse_scores`.
     """
     fused: dict[str, float] = {}
     found_by: dict[str, set[str]] = {}
@@ -258,5 +291,4 @@ def fuse(
         for rank, (doc_id, _score) in enumerate(ranking):
             fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + rank + 1)
             found_by.setdefault(doc_id, set()).add(name)
-    ordered = sorted(fused.items(), key=lambda item: -item[1])
-    return [(doc_id, score, found_by[doc_id]) for doc_id, score in ordered[:limit]]
+    return [(doc_id, score, found_by[doc_id]) for doc_id, score in ordered(fused)[:limit]]
