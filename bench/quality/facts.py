@@ -8,8 +8,9 @@ turn(s) they came from ("Audrey has had her dogs named Pepper, Precious, and Pan
 `D1:7`): the form consolidation writes. Each conversation is one place whose memories are those
 facts, remembered as the product remembers (kind `fact`, `on_duplicate="reinforce"`: a fact the
 product takes for one already kept, by its words or at cosine >= 0.92, reinforces it, so a memory
-may stand for several turns; the dev set's 1,210 facts make 1,199 memories). A question of categories 1–4 is relevant to the facts whose turn is in its
-evidence; a question none of whose evidence turns has a fact is not counted.
+may stand for several turns; the dev set's 1,210 facts make 1,199 memories). A question of
+categories 1–4 is relevant to the facts whose turn is in its evidence; a question none of whose
+evidence turns has a fact is not counted.
 
 Two protocols, each recalled four ways (words only, plain cosine, the meaning ranking alone, and
 the product's fused recall as an assistant calls it):

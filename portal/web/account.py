@@ -12,6 +12,7 @@ from flask_login import current_user, login_required
 
 from portal.domain.audit import AuditNote
 from portal.domain.people import LANGUAGES
+from portal.web.confirm import Ask, asks_first
 from portal.web.memories import context, service
 from portal.web.render import is_htmx, runtime
 from portal.web.spreadsheet import csv_download
@@ -94,6 +95,8 @@ def language() -> ResponseReturnValue:
 
 @bp.post("/delete")
 @login_required
+@asks_first(lambda: Ask(_("Ask support to delete your account and everything kept about you?"),
+                        _("Ask to delete my account"), url_for("memories.index")))
 def ask_deletion() -> ResponseReturnValue:
     """"Ask to delete my account": an erasure request support staff complete within the month."""
     runtime().support.person_asks_erasure(current_user)

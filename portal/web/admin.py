@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+import base64
+
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from flask import Blueprint, current_app, flash, make_response, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 
+from portal.domain.errors import NotFound
 from portal.domain.people import PERMISSIONS
 from portal.services.administration import Administration
+from portal.web.confirm import Ask, asks_first
 from portal.web.errors import refusals
 from portal.web.render import runtime
 from portal.web.security import roles_required
@@ -74,14 +81,59 @@ def create_staff() -> ResponseReturnValue:
 def create_key() -> ResponseReturnValue:
     _key, token = administration().create_api_key(current_user, request.form.get("tenant", ""),
                                                   request.form.getlist("permission"), request.form.get("name"))
+    # Post/redirect/get: the key crosses the redirect sealed in the session (the cookie holds
+    # only ciphertext) and is shown once by the GET; a reload of that page cannot make another.
+    session[NEW_KEY] = sealer().encrypt(token.encode()).decode()
+    return redirect(url_for("admin.new_key"), 303)
+
+
+@bp.get("/keys/new")
+@admin_only
+def new_key() -> ResponseReturnValue:
+    """The new key, once: taken out of the session as it is shown."""
+    sealed = session.pop(NEW_KEY, None)
+    try:
+        token = sealer().decrypt(sealed.encode(), ttl=SEALED_SECONDS).decode() if isinstance(sealed, str) else None
+    except InvalidToken:  # too old, or sealed with another secret key
+        token = None
+    if token is None:
+        return redirect(url_for("admin.index"), 303)
     response = make_response(page(new_key=token))
     # The one page that holds the key in clear: no browser or proxy may keep a copy.
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
+NEW_KEY = "new_api_key"
+SEALED_SECONDS = 300
+
+
+def sealer() -> Fernet:
+    """Fernet with a key of its own derived from the app's secret key (HKDF-SHA256)."""
+    secret = current_app.config["SECRET_KEY"]
+    raw = secret.encode() if isinstance(secret, str) else bytes(secret)
+    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"portal: api key shown once").derive(raw)
+    return Fernet(base64.urlsafe_b64encode(derived))
+
+
+def asking_to_revoke(key_id: str) -> Ask:
+    key = next((k for k in administration().overview(current_user).keys if k.id == key_id and not k.revoked_at), None)
+    if key is None:
+        raise NotFound()
+    return Ask(_("Revoke this key?"), _("Revoke"), url_for("admin.index"), f"{key.prefix}… {key.name or ''}".strip())
+
+
+def asking_to_end_sessions(user_id: str) -> Ask:
+    person = runtime().accounts.get(user_id)
+    if person is None:
+        raise NotFound()
+    return Ask(_("Sign this account out everywhere?"), _("End every session"),
+               url_for("staff.person", user_id=user_id), person.email)
+
+
 @bp.post("/keys/<key_id>/revoke")
 @admin_only
+@asks_first(lambda key_id: asking_to_revoke(key_id))
 def revoke_key(key_id: str) -> ResponseReturnValue:
     administration().revoke_api_key(current_user, key_id)
     flash(_("Key revoked."))
@@ -90,6 +142,7 @@ def revoke_key(key_id: str) -> ResponseReturnValue:
 
 @bp.post("/people/<user_id>/end-sessions")
 @admin_only
+@asks_first(lambda user_id: asking_to_end_sessions(user_id))
 def end_sessions(user_id: str) -> ResponseReturnValue:
     """Sign a person out everywhere (a stolen cookie, a lost device)."""
     administration().end_sessions(current_user, user_id)

@@ -18,6 +18,7 @@ from flask_login import current_user, login_required
 from portal.domain.errors import InvalidArgument
 from portal.domain.types import Memory, Source
 from portal.services.memory_service import MemoryService
+from portal.web.confirm import Ask, asks_first
 from portal.web.errors import refusals
 from portal.web.render import is_htmx, page_or_fragment, runtime
 
@@ -169,8 +170,15 @@ def undo(memory_id: str) -> ResponseReturnValue:
     return done(outcome.memory, _("Undone."), undo=False)
 
 
+def asking_to_forget(memory_id: str) -> Ask:
+    memory = service().get(current_user.place, memory_id)
+    return Ask(_("Forget this memory for good, with every earlier version?"), _("Forget it"),
+               url_for("memories.index") + f"#m-{memory.id}", memory.text)
+
+
 @bp.post("/memories/<memory_id>/forget")
 @login_required
+@asks_first(asking_to_forget)
 def forget(memory_id: str) -> ResponseReturnValue:
     service().forget(current_user.place, memory_id)
     return removed(memory_id, _("Forgotten, with every earlier version."))

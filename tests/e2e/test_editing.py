@@ -180,3 +180,21 @@ def test_without_javascript_edit_is_a_page_and_save_comes_back_to_the_list(
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("alert")).to_have_text("This is about someone else. Only what concerns you can be kept.")
     assert live_server.runtime.service.get(person.place, memory_id).text == CAT
+
+
+def test_without_javascript_forget_asks_on_a_page_first(
+    new_context: Callable[..., BrowserContext], live_server: LiveServer, person: Person
+) -> None:
+    page = new_context(java_script_enabled=False).new_page()
+    sign_in(page, live_server.url, person)
+    memory_id = person.memory_ids[CAT]
+    row(page, CAT).get_by_role("button", name="Forget").click()
+    expect(page.get_by_role("heading", name="Forget this memory for good, with every earlier version?")).to_be_visible()
+    expect(page.get_by_test_id("confirm")).to_contain_text(CAT)
+    assert live_server.runtime.service.get(person.place, memory_id).text == CAT  # nothing forgotten yet
+    page.get_by_role("link", name="Cancel").click()
+    expect(row(page, CAT)).to_be_visible()
+    row(page, CAT).get_by_role("button", name="Forget").click()
+    page.get_by_role("button", name="Forget it").click()
+    expect(page.get_by_test_id("toast")).to_contain_text("Forgotten, with every earlier version.")
+    expect(page.get_by_text(CAT)).to_have_count(0)

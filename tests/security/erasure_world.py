@@ -191,7 +191,7 @@ def erase(p: Person, way: str) -> None:
             p.api("DELETE", f"/memories/{memory_id}", expect=204)
     elif way == "forget-portal":
         for memory_id in p.ids():
-            p.portal(f"/memories/{memory_id}/forget", {})
+            p.portal(f"/memories/{memory_id}/forget", {"confirmed": "1"})
     elif way == "forget-tool":
         for memory_id in p.ids():
             assert p.api("POST", "/tools/forget", {"arguments": {"id": memory_id}})["ok"]

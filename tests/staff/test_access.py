@@ -56,8 +56,9 @@ def admin_calls(tenant_id: str, key_id: str, person_id: str) -> list[Call]:
         Call("admin.create_staff", "POST", "/admin/staff",
              {"email": "new@a.example", "name": "Nina New", "tenant": tenant_id, "role": "staff", "password": PASSWORD}),
         Call("admin.create_key", "POST", "/admin/keys", {"tenant": tenant_id, "permission": ["memories:read"], "name": "k2"}),
-        Call("admin.revoke_key", "POST", f"/admin/keys/{key_id}/revoke", {}),
-        Call("admin.end_sessions", "POST", f"/admin/people/{person_id}/end-sessions", {}),
+        Call("admin.new_key", "GET", "/admin/keys/new"),  # right after create_key: the key, once
+        Call("admin.revoke_key", "POST", f"/admin/keys/{key_id}/revoke", {"confirmed": "1"}),
+        Call("admin.end_sessions", "POST", f"/admin/people/{person_id}/end-sessions", {"confirmed": "1"}),
     ]
 
 
@@ -67,7 +68,8 @@ ALLOWED = {
     ("staff.export", "POST"): 200, ("staff.log_erasure", "POST"): 303, ("staff.erasures", "GET"): 200,
     ("staff.erasure", "GET"): 200, ("staff.audit", "GET"): 200, ("staff.audit_csv", "GET"): 200,
     ("staff.complete_erasure", "POST"): 303, ("admin.index", "GET"): 200, ("admin.create_tenant", "POST"): 303,
-    ("admin.switch_ai", "POST"): 303, ("admin.create_staff", "POST"): 303, ("admin.create_key", "POST"): 200,
+    ("admin.switch_ai", "POST"): 303, ("admin.create_staff", "POST"): 303, ("admin.create_key", "POST"): 303,
+    ("admin.new_key", "GET"): 200,
     ("admin.revoke_key", "POST"): 303, ("admin.end_sessions", "POST"): 303,
 }
 

@@ -71,29 +71,42 @@ def test_an_api_key_is_shown_once_verifies_and_can_be_revoked(console: Console) 
     keys = console.runtime.api_keys
     answer = client.post("/admin/keys", data={"tenant": console.b.id, "name": "assistant",
                                                "permission": ["memories:read", "erasure"]})
-    assert answer.status_code == 200
-    assert answer.headers["Cache-Control"] == "no-store"
-    shown = re.search(r'data-testid="new-key">([^<]+)<', answer.get_data(as_text=True))
+    # post/redirect/get: a reload of the page that shows the key cannot make a second one
+    assert answer.status_code == 303 and answer.headers["Location"] == "/admin/keys/new"
+    cookie = answer.headers.get("Set-Cookie", "")
+    shown_page = client.get("/admin/keys/new")
+    assert shown_page.status_code == 200
+    assert shown_page.headers["Cache-Control"] == "no-store"
+    shown = re.search(r'data-testid="new-key">([^<]+)<', shown_page.get_data(as_text=True))
     assert shown, "the new key is not on the page"
     token = shown.group(1).strip()
+    # the key crossed the redirect sealed: not in the session cookie, not even once decoded
+    secret = token.split("_", 2)[2]
+    assert secret not in cookie and secret not in decoded_cookie(cookie)
     key = keys.verify(token)
     assert key is not None and key.tenant_id == console.b.id
     assert key.permissions == frozenset({"memories:read", "erasure"}) and key.name == "assistant"
+    again = client.get("/admin/keys/new")  # the reload
+    assert again.status_code == 303 and again.headers["Location"] == "/admin/"
+    assert secret not in again.get_data(as_text=True)
     later = client.get("/admin/").get_data(as_text=True)
-    assert token not in later and token.split("_", 2)[2] not in later  # never shown again, not even in part
+    assert token not in later and secret not in later  # never shown again, not even in part
     assert 'data-testid="new-key"' not in later
     assert re.search(rf"<code>{re.escape(key.prefix)}…</code>.*?assistant.*?active", later, flags=re.S)
     [created] = console.audit(action="api_key.created")
     assert (created.scope, created.ticket) == (console.b.id, key.id) and token not in str(created)
 
-    revoked = client.post(f"/admin/keys/{key.id}/revoke")
+    asked = client.post(f"/admin/keys/{key.id}/revoke")  # without JavaScript: asked first
+    assert asked.status_code == 200 and "Revoke this key?" in page_text(asked)
+    assert keys.verify(token) is not None
+    revoked = client.post(f"/admin/keys/{key.id}/revoke", data={"confirmed": "1"})
     assert revoked.status_code == 303
     assert "Key revoked." in page_text(client.get(revoked.headers["Location"]))
     assert keys.verify(token) is None
     assert "revoked" in page_text(client.get("/admin/"))
     assert [e.ticket for e in console.audit(action="api_key.revoked")] == [key.id]
-    assert client.post(f"/admin/keys/{key.id}/revoke").status_code == 404  # once only
-    assert client.post("/admin/keys/nope/revoke").status_code == 404
+    assert client.post(f"/admin/keys/{key.id}/revoke", data={"confirmed": "1"}).status_code == 404  # once only
+    assert client.post("/admin/keys/nope/revoke", data={"confirmed": "1"}).status_code == 404
 
 
 def test_an_api_key_without_permissions_is_refused(console: Console) -> None:
@@ -102,3 +115,27 @@ def test_an_api_key_without_permissions_is_refused(console: Console) -> None:
     assert answer.status_code == 303
     assert "at least one permission" in page_text(client.get(answer.headers["Location"]))
     assert console.runtime.api_keys.list() == []
+
+
+def test_the_tenant_of_a_new_key_is_chosen_not_defaulted(console: Console) -> None:
+    client = console.client(console.admin)
+    html = client.get("/admin/").get_data(as_text=True)
+    select = re.search(r'<select id="key-tenant"[^>]*>(.*?)</select>', html, flags=re.S)
+    assert select and re.search(r'<option value="" selected[^>]*>', select.group(1))
+    assert "required" in re.search(r'<select id="key-tenant"[^>]*>', html).group(0)  # type: ignore[union-attr]
+    refused = client.post("/admin/keys", data={"tenant": "", "permission": ["memories:read"]})
+    assert refused.status_code == 303 and refused.headers["Location"] == "/admin/"
+    assert console.audit(action="api_key.created") == []
+
+
+def decoded_cookie(header: str) -> str:
+    """The session cookie's payload as text (itsdangerous: base64, zlib-compressed when it starts with '.')."""
+    import base64
+    import zlib
+
+    found = re.search(r"session=([^;]+)", header)
+    if not found:
+        return ""
+    payload = found.group(1).split(".")[1 if found.group(1).startswith(".") else 0]
+    raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    return (zlib.decompress(raw) if found.group(1).startswith(".") else raw).decode("utf-8", "replace")

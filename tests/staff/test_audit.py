@@ -29,7 +29,7 @@ def do_everything(console: Console) -> None:
     assert person.get("/account/export.json").status_code == 200
     assert person.get("/account/export.csv").status_code == 200
     assert person.post("/account/erase", data={"confirm": console.a2.email}).status_code == 303
-    assert console.client(console.a1).post("/account/delete").status_code == 303
+    assert console.client(console.a1).post("/account/delete", data={"confirmed": "1"}).status_code == 303
 
     staff = console.client(console.sA)
     opened = staff.post(f"/staff/people/{console.a1.id}/memories", data={"reason": "access_request", "ticket": "T-1"})
@@ -44,9 +44,9 @@ def do_everything(console: Console) -> None:
     assert admin.post(f"/admin/tenants/{console.b.id}/ai", data={"enabled": "1"}).status_code == 303
     assert admin.post("/admin/staff", data={"email": "nina@b.example", "name": "Nina New", "tenant": console.b.id,
                                             "role": "staff", "password": PASSWORD}).status_code == 303
-    assert admin.post("/admin/keys", data={"tenant": console.b.id, "permission": ["erasure"]}).status_code == 200
+    assert admin.post("/admin/keys", data={"tenant": console.b.id, "permission": ["erasure"]}).status_code == 303
     key = console.runtime.api_keys.list()[0]
-    assert admin.post(f"/admin/keys/{key.id}/revoke").status_code == 303
+    assert admin.post(f"/admin/keys/{key.id}/revoke", data={"confirmed": "1"}).status_code == 303
 
 
 def shown_entries(client: FlaskClient, **filters: str) -> list[str]:

@@ -229,14 +229,37 @@ def test_forget_htmx(world: World) -> None:
     assert client.post(f"/memories/{memory.id}/forget", headers=HX).status_code == 404
 
 
-def test_forget_plain(world: World) -> None:
+def test_forget_without_javascript_asks_first_then_forgets(world: World) -> None:
     memory = world.remember(world.ada, "I fear spiders")
     client = world.client(world.ada)
-    answer = client.post(f"/memories/{memory.id}/forget")
+    asked = client.post(f"/memories/{memory.id}/forget")  # a plain form: no hx-confirm ran
+    assert asked.status_code == 200
+    text = page_text(asked)
+    assert "Forget this memory for good, with every earlier version?" in text and "I fear spiders" in text
+    assert world.texts(world.ada) == ["I fear spiders"]  # nothing forgotten yet
+    html = asked.get_data(as_text=True)
+    assert f'action="/memories/{memory.id}/forget"' in html and 'name="confirmed" value="1"' in html
+    assert 'href="/memories#m-' + memory.id + '"' in html  # cancel goes back to the memory
+    answer = client.post(f"/memories/{memory.id}/forget", data={"confirmed": "1"})
     assert answer.status_code == 303
     page = client.get("/memories")
     assert "Forgotten, with every earlier version." in page_text(page) and row_ids(page) == []
     assert world.texts(world.ada) == []
+    # asking about a memory that is not there (any more, or someone else's) is a 404, not a page
+    assert client.post(f"/memories/{memory.id}/forget").status_code == 404
+
+
+def test_asking_to_delete_the_account_without_javascript_asks_first(world: World) -> None:
+    client = world.client(world.ada)
+    asked = client.post("/account/delete")
+    assert asked.status_code == 200
+    assert "Ask support to delete your account and everything kept about you?" in page_text(asked)
+    erasures = world.runtime.records.erasures
+    assert erasures.all(None) == []  # nothing asked yet
+    sent = client.post("/account/delete", data={"confirmed": "1"})
+    assert sent.status_code == 303
+    assert [r.subject_user_id for r in erasures.all(None)] == [world.ada.id]
+    assert "Your request to delete your account was sent." in page_text(client.get("/memories"))
 
 
 def test_forget_asks_for_confirmation_first(world: World) -> None:
