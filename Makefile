@@ -17,7 +17,8 @@ run:
 # refreshes the README's.
 test:
 	scripts/bootstrap.sh local,postgres,test
-	scripts/ensure-packages.sh chromium:/usr/bin/chromium redis-server:/usr/bin/redis-server
+	scripts/ensure-packages.sh chromium:/usr/bin/chromium redis-server:/usr/bin/redis-server npm:/usr/bin/npm
+	npm ci --prefix tests/e2e/axe --no-audit --no-fund --loglevel=error
 	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	.venv/bin/ruff check portal tests migrations bench
 	.venv/bin/mypy

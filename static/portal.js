@@ -12,7 +12,47 @@
       el.setSelectionRange(el.value.length, el.value.length);
     }
   }
-  document.addEventListener("htmx:afterSettle", function () { focusMarked(document); });
+  // A memory's text field says how much of the one limit is used, as the person types.
+  function count(field) {
+    var counter = document.querySelector('[data-counter-for="' + field.id + '"]');
+    if (!counter) { return; }
+    counter.textContent = counter.getAttribute("data-template")
+      .replace("{used}", String(field.value.length)).replace("{limit}", field.getAttribute("data-limit"));
+    counter.classList.toggle("near-limit", field.value.length > 0.9 * Number(field.getAttribute("data-limit")));
+  }
+  function countAll(root) {
+    var fields = (root || document).querySelectorAll("textarea[data-limit]");
+    for (var i = 0; i < fields.length; i++) { count(fields[i]); }
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target.matches && event.target.matches("textarea[data-limit]")) { count(event.target); }
+  });
+  // Toasts: a close button on each; messages without an Undo go by themselves after a while
+  // (not while the pointer or the keyboard is on them).
+  function dismissLater(root) {
+    var toasts = (root || document).querySelectorAll(".toast[data-autoclose]");
+    for (var i = 0; i < toasts.length; i++) {
+      (function (toast) {
+        toast.removeAttribute("data-autoclose");
+        setTimeout(function tryClose() {
+          if (toast.matches(":hover") || toast.contains(document.activeElement)) { setTimeout(tryClose, 2000); return; }
+          toast.remove();
+        }, 8000);
+      })(toasts[i]);
+    }
+  }
+  document.addEventListener("click", function (event) {
+    var close = event.target.closest && event.target.closest("[data-dismiss]");
+    if (close) { event.preventDefault(); close.closest(".toast").remove(); }
+  });
+  function enhance(root) {
+    countAll(root);
+    dismissLater(root);
+    var closers = root.querySelectorAll("[data-dismiss][hidden]");  // they work with this file only
+    for (var i = 0; i < closers.length; i++) { closers[i].hidden = false; }
+  }
+  document.addEventListener("DOMContentLoaded", function () { enhance(document); });
+  document.addEventListener("htmx:afterSettle", function () { focusMarked(document); enhance(document); });
   document.addEventListener("keydown", function (event) {
     // Escape leaves an open edit without saving.
     if (event.key !== "Escape") { return; }

@@ -26,7 +26,11 @@ _EN: dict[str, Entry] = {
     # what a content rule refuses when the catalog has no text for its code
     "refused": "This cannot be kept in memory.",
     "refused.empty": "There is nothing to remember: the text is empty.",
-    "refused.too_long": "This is too long to remember. Please make it shorter.",
+    "refused.too_long": {
+        "bare": "This is too long to remember. Please make it shorter.",
+        "one": "This is too long to remember: at most {count} character. Please make it shorter.",
+        "other": "This is too long to remember: at most {count} characters. Please make it shorter.",
+    },
     "refused.invalid_text": "This text holds characters that cannot be kept (a NUL or a broken character).",
     "refused.invalid_kind": "This kind of memory is not known.",
     "refused.kind_not_allowed": "This kind of memory cannot be kept here.",
@@ -82,7 +86,11 @@ _EN: dict[str, Entry] = {
 _FR: dict[str, Entry] = {
     "refused": "Ceci ne peut pas être gardé en mémoire.",
     "refused.empty": "Il n'y a rien à retenir, le texte est vide.",
-    "refused.too_long": "C'est trop long pour être retenu. Raccourcissez le texte, s'il vous plaît.",
+    "refused.too_long": {
+        "bare": "C'est trop long pour être retenu. Raccourcissez le texte, s'il vous plaît.",
+        "one": "C'est trop long pour être retenu : {count} caractère au plus. Raccourcissez le texte, s'il vous plaît.",
+        "other": "C'est trop long pour être retenu : {count} caractères au plus. Raccourcissez le texte, s'il vous plaît.",
+    },
     "refused.invalid_text": "Ce texte contient des caractères qui ne peuvent pas être gardés (un NUL ou un caractère invalide).",
     "refused.invalid_kind": "Ce type de souvenir n'existe pas.",
     "refused.kind_not_allowed": "Ce type de souvenir ne peut pas être gardé ici.",

@@ -53,9 +53,10 @@ class Recall:
     def list(
         self, place: Place, state: str | None = "active", kinds: Sequence[str] | None = None, channel: str | None = None,
         seen: bool | None = None, created_after: datetime | None = None, created_before: datetime | None = None,
-        limit: int = 50, cursor: str | None = None,
+        limit: int = 50, cursor: str | None = None, pinned: bool | None = None,
     ) -> Page:
-        """Memories newest first, one page at a time; `cursor` continues where the last page ended."""
+        """Memories newest first, one page at a time; `cursor` continues where the last page ended.
+        `pinned` keeps the pinned (True) or the other (False) memories only."""
         if state not in ("active", "archived", "all", None):
             raise InvalidArgument("invalid_state")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
@@ -63,6 +64,7 @@ class Recall:
         filters = Filters(
             state=None if state in ("all", None) else state, kinds=tuple(kinds) if kinds else None, channel=channel,
             seen=seen, created_after=moment(created_after), created_before=moment(created_before),
+            pinned=pinned if isinstance(pinned, bool) else None,
         )
         with self.ctx.store.read(as_place(place)) as tx:
             rows = tx.list(filters, limit + 1, decode_cursor(cursor) if cursor else None)

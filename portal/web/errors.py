@@ -26,6 +26,7 @@ from portal.api import PREFIX
 from portal.api.problems import problem
 from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, NotFound, Refused
+from portal.web.render import runtime
 
 View = TypeVar("View", bound=Callable[..., ResponseReturnValue])
 RefusalAnswer = Callable[..., ResponseReturnValue]
@@ -34,7 +35,10 @@ RefusalAnswer = Callable[..., ResponseReturnValue]
 def refusal_text(code: str) -> str:
     """A refusal code in words, in the language the page is shown in (codes are for logs and tests)."""
     language = str(get_locale() or DEFAULT_LANGUAGE)
-    return message(f"refused.{code}", language) or message(f"refused.{code}", DEFAULT_LANGUAGE) or code
+    # "too long" says how long may be: the one limit the service keeps (the forms say it too).
+    values = {"count": runtime().service.options.max_text_length} if code == "too_long" else {}
+    return (message(f"refused.{code}", language, **values) or message(f"refused.{code}", DEFAULT_LANGUAGE, **values)
+            or code)
 
 
 def refusals(answer: RefusalAnswer) -> Callable[[View], View]:

@@ -30,11 +30,15 @@ def service() -> MemoryService:
     return runtime().service
 
 
+MAX_PINNED_SHOWN = 200  # the page size the service allows; a person pins a handful
+
+
 def context() -> dict[str, Any]:
     """What every people's page shows around the list: pause state and the AI switch."""
     svc = service()
     place = current_user.place
-    return {"paused": svc.is_paused(place), "ai_on": svc.ai_enabled(place), "kinds": svc.options.kinds.kinds}
+    return {"paused": svc.is_paused(place), "ai_on": svc.ai_enabled(place), "kinds": svc.options.kinds.kinds,
+            "text_limit": svc.options.max_text_length}
 
 
 def toast(text: str, undo_id: str | None = None) -> str:
@@ -62,11 +66,16 @@ def index() -> ResponseReturnValue:
         items = [h.memory for h in svc.recall(place, query, kinds=[kind] if kind else None, limit=50, mark=False,
                                               relevant_only=True)]
     else:
+        # Pinned memories first (all of them, on the first page), then the others newest first,
+        # page by page.
+        kinds_wanted = [kind] if kind else None
+        cursor = request.args.get("cursor") or None
         try:
-            page = svc.list(place, kinds=[kind] if kind else None, limit=PAGE, cursor=request.args.get("cursor") or None)
+            page = svc.list(place, kinds=kinds_wanted, limit=PAGE, cursor=cursor, pinned=False)
         except InvalidArgument:
-            page = svc.list(place, kinds=[kind] if kind else None, limit=PAGE)
-        items, next_cursor = page.items, page.next_cursor
+            page, cursor = svc.list(place, kinds=kinds_wanted, limit=PAGE, pinned=False), None
+        pinned = [] if cursor else svc.list(place, kinds=kinds_wanted, limit=MAX_PINNED_SHOWN, pinned=True).items
+        items, next_cursor = pinned + page.items, page.next_cursor
     # "New" until the person says they have seen it (a POST): a GET changes nothing, so a prefetch,
     # a reload or a link preview cannot take the badge away unseen.
     new_ids = {m.id for m in items if m.channel == "background" and not m.seen}
@@ -205,9 +214,10 @@ def history(memory_id: str) -> ResponseReturnValue:
 def done(memory: Memory, text: str, undo: bool, focus: str = "edit") -> ResponseReturnValue:
     """The changed row (htmx, keyboard focus back on the control that was used) or a redirect to it."""
     if is_htmx():
-        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus=focus) + toast(
-            text, memory.id if undo else None
-        )
+        # The Undo is in the row too, next to where keyboard focus is (the toast's is far away in
+        # tab order).
+        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus=focus,
+                               undo_here=undo) + toast(text, memory.id if undo else None)
     flash(text, f"undo:{memory.id}" if undo else "message")
     return redirect(url_for("memories.index") + f"#m-{memory.id}", 303)
 

@@ -187,7 +187,8 @@ def new_context(browser: Browser) -> Iterator[Callable[..., BrowserContext]]:
     made: list[BrowserContext] = []
 
     def make(**options: Any) -> BrowserContext:
-        context = browser.new_context(viewport=VIEWPORT, accept_downloads=True, locale="en-GB", **options)
+        options = {"viewport": VIEWPORT, "accept_downloads": True, "locale": "en-GB", **options}
+        context = browser.new_context(**options)
         context.set_default_timeout(5000)
         made.append(context)
         return context

@@ -139,3 +139,12 @@ def decoded_cookie(header: str) -> str:
     payload = found.group(1).split(".")[1 if found.group(1).startswith(".") else 0]
     raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
     return (zlib.decompress(raw) if found.group(1).startswith(".") else raw).decode("utf-8", "replace")
+
+
+def test_the_console_navigation_marks_the_current_page(console: Console) -> None:
+    client = console.client(console.admin)
+    for path, current in (("/staff/", "People"), ("/staff/erasure", "Erasure requests"),
+                          ("/staff/audit", "Audit log"), ("/admin/", "Administration")):
+        html = client.get(path).get_data(as_text=True)
+        marked = re.findall(r'<a href="[^"]+" aria-current="page">([^<]+)</a>', html)
+        assert marked == [current], (path, marked)

@@ -1,0 +1,58 @@
+"""Every page state a person meets, checked with axe-core in Chromium (issue 17): none may have a
+violation. The states: signed out, the list (with the New banner), a search that finds nothing,
+editing in place, a toast, paused, the history, erase everything, a confirmation page, not found,
+the AI switched off, French, and a phone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from playwright.sync_api import BrowserContext, expect
+
+from ..axe import violations
+from .conftest import CAT, LiveServer, Person, editing_row, open_editor, row, sign_in
+
+
+def test_no_page_state_of_a_person_has_an_accessibility_violation(
+    new_context: Callable[..., BrowserContext], live_server: LiveServer, person: Person, person_ai_off: Person,
+    french_person: Person,
+) -> None:
+    found: list[str] = []
+    page = new_context(bypass_csp=True).new_page()
+    page.goto(f"{live_server.url}/login")
+    found += violations(page, "sign in")
+    sign_in(page, live_server.url, person)
+    found += violations(page, "memories, with the New banner")
+    page.goto(f"{live_server.url}/memories?q=zzzqqq")
+    expect(page.get_by_text("Nothing matches.")).to_be_visible()
+    found += violations(page, "a search that finds nothing")
+    page.goto(f"{live_server.url}/memories")
+    open_editor(page, CAT)
+    found += violations(page, "editing in place")
+    editing_row(page).get_by_role("button", name="Save").click()
+    expect(page.get_by_test_id("toast")).to_be_visible()
+    found += violations(page, "a toast with Undo")
+    page.get_by_role("button", name="Pause memory").click()
+    expect(page.get_by_role("button", name="Resume memory")).to_be_visible()
+    found += violations(page, "paused")
+    page.get_by_role("button", name="Resume memory").click()
+    row(page, CAT).get_by_role("link", name="History").click()
+    found += violations(page, "history")
+    page.goto(f"{live_server.url}/account/erase")
+    found += violations(page, "erase everything")
+    # a plain form post (no htmx): the confirmation page
+    page.goto(f"{live_server.url}/memories")
+    row(page, CAT).locator("form:has(button.danger)").evaluate("form => form.submit()")
+    expect(page.get_by_test_id("confirm")).to_be_visible()
+    found += violations(page, "confirm forgetting")
+    page.goto(f"{live_server.url}/memories/nope/history")
+    found += violations(page, "not found")
+
+    for who, state in ((person_ai_off, "AI switched off"), (french_person, "in French")):
+        other = new_context(bypass_csp=True).new_page()
+        sign_in(other, live_server.url, who)
+        found += violations(other, state)
+    phone = new_context(bypass_csp=True, viewport={"width": 375, "height": 812}).new_page()
+    sign_in(phone, live_server.url, person)
+    found += violations(phone, "on a phone")
+    assert found == []
