@@ -151,6 +151,9 @@ class MemoryService:
     def recall(self, place: Place, query: str, **settings: Any) -> builtins.list[Hit]:
         return self.reading.recall(place, query, **settings)
 
+    def count(self, place: Place) -> int:
+        return self.reading.count(place)
+
     def portrait(self, place: Place, **settings: Any) -> Portrait:
         return self.reading.portrait(place, **settings)
 

@@ -72,6 +72,12 @@ class Recall:
         rows = rows[:limit]
         return Page(rows, encode_cursor(rows[-1]) if more else None)
 
+    def count(self, place: Place) -> int:
+        """How many memories are kept in this place, active and archived (what erasing everything
+        would take away)."""
+        with self.ctx.store.read(as_place(place)) as tx:
+            return tx.count("active") + tx.count("archived")
+
     def list_unseen(self, place: Place, limit: int = 50) -> builtins.list[Memory]:
         """What was learnt in the background (consolidation) and the person has not seen yet."""
         return self.list(place, channel="background", seen=False, limit=limit).items

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from portal.domain import export
 from portal.domain.audit import AuditEntry, AuditNote
 from portal.domain.errors import NotFound, Refused
 from portal.domain.options import utc_now
@@ -118,9 +119,8 @@ class Support:
         """An access request (art. 15/20): everything kept about the person in their tenant."""
         person = self._person(actor, user_id)
         note = AuditNote(actor.id, actor.role, "access.exported", ticket=_ticket(ticket))
-        data = self.service.export(person.place, audit=note)  # read and audited in one transaction
-        data["account"] = {"email": person.email, "name": person.name, "created_at": person.created_at.isoformat()}
-        return data
+        # read and audited in one transaction; the same document the person downloads
+        return export.document(self.service.export(person.place, audit=note), person)
 
     def _all(self, place: Place) -> list[Memory]:
         items: list[Memory] = []

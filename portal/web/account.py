@@ -10,6 +10,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
+from portal.domain import export
 from portal.domain.audit import AuditNote
 from portal.domain.people import LANGUAGES
 from portal.web.confirm import Ask, asks_first
@@ -18,10 +19,6 @@ from portal.web.render import is_htmx, runtime
 from portal.web.spreadsheet import csv_download
 
 bp = Blueprint("account", __name__, url_prefix="/account")
-CSV_FIELDS = ("id", "revision", "text", "kind", "importance", "pinned", "origin", "channel", "state", "created_at",
-              "updated_at", "last_used_at")
-
-
 def audit(action: str) -> AuditNote:
     """The person's own privacy actions go in the content-free audit log too, written by the
     service in the same transaction as the action."""
@@ -62,13 +59,14 @@ def erase() -> ResponseReturnValue:
                            "Everything was erased: %(num)d memories, with every earlier version.", counts["memories"]))
             return redirect(url_for("memories.index"), 303)
         error = _("Type your e-mail address exactly to confirm.")
-    return render_template("account/erase.html", error=error, **context()), 422 if error else 200
+    count = service().count(current_user.place)
+    return render_template("account/erase.html", error=error, count=count, **context()), 422 if error else 200
 
 
 @bp.get("/export.json")
 @login_required
 def export_json() -> ResponseReturnValue:
-    data = service().export(current_user.place, audit=audit("person.exported"))
+    data = export.document(service().export(current_user.place, audit=audit("person.exported")), current_user)
     return Response(
         json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
         headers={"Content-Disposition": 'attachment; filename="my-memories.json"'},
@@ -78,9 +76,8 @@ def export_json() -> ResponseReturnValue:
 @bp.get("/export.csv")
 @login_required
 def export_csv() -> ResponseReturnValue:
-    data = service().export(current_user.place, audit=audit("person.exported"))
-    rows = [[memory.get(k) for k in CSV_FIELDS] for memory in data["memories"]]
-    return csv_download(CSV_FIELDS, rows, "my-memories.csv")
+    data = export.document(service().export(current_user.place, audit=audit("person.exported")), current_user)
+    return csv_download(export.CSV_HEADER, export.csv_rows(data), "my-memories.csv")
 
 
 @bp.post("/language")

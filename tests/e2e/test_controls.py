@@ -168,7 +168,7 @@ def test_download_my_data_as_json_and_csv(signed_in: Page, person: Person, tmp_p
     assert download.suggested_filename == "my-memories.csv"
     rows = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
     assert {r["text"] for r in rows} == set(person.memory_ids)
-    assert {r["id"] for r in rows} == set(person.memory_ids.values())
+    assert {r["memory_id"] for r in rows} == set(person.memory_ids.values())
 
 
 def test_ai_off_shows_the_banner_and_editing_still_works(

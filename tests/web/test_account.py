@@ -8,6 +8,8 @@ import io
 import json
 import re
 
+from portal.domain.types import Source
+
 from .conftest import HX, World, page_text, row_ids
 
 
@@ -53,6 +55,10 @@ def test_erase_everything_needs_the_exact_email(world: World) -> None:
     client = world.client(world.ada)
     form = client.get("/account/erase")
     assert form.status_code == 200 and "Type your e-mail address to confirm" in page_text(form)
+    # how much goes, and the download offered first
+    assert "All 2 memories the assistant keeps about you will be erased" in page_text(form)
+    html = form.get_data(as_text=True)
+    assert html.index('href="/account/export.json"') < html.index('name="confirm"')
 
     for wrong in ("", "yes", "bob@example.com", "ada@example"):
         answer = client.post("/account/erase", data={"confirm": wrong})
@@ -107,7 +113,30 @@ def test_export_csv_neutralises_formulas(world: World) -> None:
         "I live in Leeds", "'=HYPERLINK(\"http://evil.example\",\"click\")", "'@SUM(1+1)*cmd", "'+33 is my country code"
     }
     assert all(not r[field].startswith(("=", "+", "-", "@")) for r in rows for field in r)
-    assert {r["kind"] for r in rows} == {"fact"} and rows[0]["id"]
+    assert {r["kind"] for r in rows} == {"fact"} and rows[0]["memory_id"]
+
+
+def test_one_versioned_export_format_for_the_person_with_the_csv_as_its_view(world: World) -> None:
+    """The JSON the person downloads is the documented document (format, version, account); the
+    CSV is a view of it with a row per wording, true/false booleans and the sources."""
+    memory = world.remember(world.ada, "I live in Leeds", kind="fact")
+    world.runtime.service.update(world.ada.place, memory.id, text="I live in York")
+    world.runtime.service.pin(world.ada.place, memory.id)
+    cello = world.remember(world.ada, "I play the cello", kind="fact", sources=(Source("consolidation", "conv-7"),))
+    client = world.client(world.ada)
+    doc = json.loads(client.get("/account/export.json").get_data(as_text=True))
+    assert (doc["format"], doc["version"]) == ("memory-portal/export", 1)
+    assert doc["account"] == {"email": "ada@example.com", "name": "Ada Lovelace", "language": "en",
+                              "created_at": world.ada.created_at.isoformat()}
+    assert {m["text"] for m in doc["memories"]} == {"I live in York", "I play the cello"}
+    rows = list(csv.DictReader(io.StringIO(client.get("/account/export.csv").get_data(as_text=True))))
+    york = [r for r in rows if r["memory_id"] == memory.id]
+    # the pin is a revision of its own: three wordings of the memory, the current one first
+    assert [(r["current"], r["text"]) for r in york][:1] == [("true", "I live in York")]
+    assert {r["text"] for r in york} == {"I live in York", "I live in Leeds"} and len(york) >= 2
+    assert {r["pinned"] for r in york} == {"true"} and {r["pinned"] for r in rows if r["memory_id"] != memory.id} == {"false"}
+    assert all(r["current"] in ("true", "false") for r in rows) and "True" not in {r["pinned"] for r in rows}
+    assert [r["sources"] for r in rows if r["memory_id"] == cello.id] == ["consolidation:conv-7"]
 
 
 def test_downloads_work_with_the_ai_off(world: World) -> None:
