@@ -203,6 +203,11 @@ class RecordsContract:
         assert [e.id for e in records.audit.query(None, actor_id="staff-1")] == [first.id]
         assert [e.id for e in records.audit.query(None, subject="owner-2")] == [second.id]
         assert [e.id for e in records.audit.query(None, action="tenant.created")] == [third.id]
+        # a family: the action's first part finds all of it; a part of a word finds nothing
+        assert [e.id for e in records.audit.query(None, action="tenant")][1:] == [third.id]
+        assert len(records.audit.query(None, action="tenant")) == 2
+        assert records.audit.query(None, action="tenan") == [] and records.audit.query(None, action="tenant.") == []
+        assert [e.id for e in records.audit.query(None, action="memories")] == [first.id]
         assert [e.id for e in records.audit.query(None, limit=2)][1:] == [third.id]
         (kept,) = records.audit.query(None, actor_id="staff-1")
         assert kept == first and kept.counts == {"memories": 3} and kept.reason_code == "access_request"

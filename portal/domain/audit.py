@@ -28,6 +28,12 @@ class AuditEntry:
     reason_code: str | None
 
 
+def action_matches(action: str, wanted: str) -> bool:
+    """The audit filter on actions: an action itself (`erasure.completed`), or its family, the part
+    before the dot (`erasure`: `erasure.logged`, `erasure.completed`)."""
+    return action == wanted or ("." not in wanted and action.startswith(wanted + "."))
+
+
 @dataclass(frozen=True, slots=True)
 class AuditNote:
     """Who acts and what they do, for the entry an operation writes with its change."""

@@ -220,6 +220,16 @@ class Support:
     def audit_entries(self, actor: User, **filters: Any) -> list[AuditEntry]:
         return self.records.audit.query(self.scopes(actor), **filters)
 
+    def actor_names(self, entries: list[AuditEntry]) -> dict[str, str]:
+        """The names of the staff and admins who acted in these entries (a person acting on their
+        own memories stays an id: the log names no one it is about)."""
+        names: dict[str, str] = {}
+        for actor_id in {e.actor_id for e in entries if e.actor_id and e.actor_role in ("staff", "admin")}:
+            account = self.accounts.get(actor_id)
+            if account is not None:
+                names[actor_id] = account.name
+        return names
+
 
 def _ticket(ticket: str | None) -> str | None:
     ticket = (ticket or "").strip()

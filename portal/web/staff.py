@@ -117,7 +117,7 @@ def audit() -> ResponseReturnValue:
     # Only the filter fields go back into the page and the CSV link: url_for reads `_external`,
     # `_anchor` and the like as instructions, so raw query arguments must not reach it.
     shown = {k: request.args[k] for k in AUDIT_FILTERS if request.args.get(k)}
-    return render_template("staff/audit.html", entries=entries, f=shown)
+    return render_template("staff/audit.html", entries=entries, f=shown, names=support().actor_names(entries))
 
 
 @bp.get("/audit.csv")

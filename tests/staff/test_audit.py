@@ -101,6 +101,26 @@ def test_filters_by_actor_subject_action_and_date(console: Console) -> None:
     assert "No entries." in page_text(admin.get("/staff/audit", query_string={"action": "nothing.done"}))
     form = main_html(admin.get("/staff/audit", query_string={"action": "erasure.logged"}))
     assert 'name="action" value="erasure.logged"' in form  # the filter stays filled in
+    # a family finds every action of it
+    assert set(shown_entries(admin, action="erasure")) == {"erasure.completed", "erasure.logged", "erasure.requested"}
+    assert set(shown_entries(admin, action="api_key")) == {"api_key.created", "api_key.revoked"}
+
+
+def test_the_log_names_staff_shows_whole_short_ids_and_keys_in_their_column(console: Console) -> None:
+    do_everything(console)
+    console.runtime.records.audit.record(console.sA.id, "staff", "memories.viewed", "ada", console.a.id)
+    html = main_html(console.client(console.admin).get("/staff/audit"))
+    rows = re.findall(r'<tr data-testid="audit-entry">(.*?)</tr>', html, flags=re.S)
+    viewed = next(r for r in rows if "memories.viewed" in r)
+    assert console.sA.name in viewed and f'title="{console.sA.id}"' in viewed  # a name, the id on hover
+    person_row = next(r for r in rows if "person.paused" in r)
+    assert console.a2.name not in person_row  # a person acting on their own memories stays an id
+    created = next(r for r in rows if "api_key.created" in r)
+    [key] = [e for e in console.audit(action="api_key.created")]
+    cells = re.findall(r"<td>(.*?)</td>", created, flags=re.S)
+    assert key.ticket in cells[3] and key.ticket not in cells[6]  # under Subject as the key, not as a ticket
+    assert '<code title="ada">ada</code>' in html  # a short id whole, with no "…"
+    assert f'<code title="{console.a.id}">{console.a.id[:8]}…</code>' in html  # a long one cut
 
 
 def test_staff_see_their_own_tenants_entries_only(console: Console) -> None:

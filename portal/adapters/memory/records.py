@@ -20,7 +20,7 @@ from typing import Any
 
 from portal.adapters.memory.accounts import InMemoryAccounts, InMemoryApiKeys, InMemoryTenants
 from portal.adapters.memory.store import InMemoryStore
-from portal.domain.audit import AuditEntry
+from portal.domain.audit import AuditEntry, action_matches
 from portal.domain.options import new_id, utc_now
 from portal.domain.people import ApiKey, ErasureRequest, Tenant, User
 from portal.domain.types import Place, PurgeCounts
@@ -77,7 +77,7 @@ class InMemoryAuditLog:
               limit: int = 500) -> list[AuditEntry]:
         chosen = [e for e in self._h.entries()
                   if (scopes is None or e.scope in scopes) and (not actor_id or e.actor_id == actor_id)
-                  and (not subject or e.subject_owner_id == subject) and (not action or e.action == action)
+                  and (not subject or e.subject_owner_id == subject) and (not action or action_matches(e.action, action))
                   and (not since or e.at >= since) and (not until or e.at < until)]
         return sorted(chosen, key=lambda e: (e.at, e.id), reverse=True)[:limit]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import false, insert, or_, select, update
 from sqlalchemy.engine import RowMapping
 
 from portal.adapters.sql.binding import Bind, reading, writing
@@ -55,8 +55,9 @@ class AuditLog:
             statement = statement.where(c.actor_id == actor_id)
         if subject:
             statement = statement.where(c.subject_owner_id == subject)
-        if action:
-            statement = statement.where(c.action == action)
+        if action:  # the action itself, or its family (portal.domain.audit.action_matches)
+            family = c.action.startswith(action + ".", autoescape=True) if "." not in action else false()
+            statement = statement.where(or_(c.action == action, family))
         if since:
             statement = statement.where(c.at >= since)
         if until:
