@@ -14,9 +14,15 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
+# What a disabled account holds instead of a hash: no password verifies against it.
+DISABLED = "!disabled"
+
+
 def verify_password(stored: str | None, password: str) -> bool:
     """Whether `password` matches the stored hash; with no hash (an unknown e-mail) the same work
     is done and the answer is False."""
+    if stored is not None and stored.startswith(DISABLED):
+        stored = None  # the same work as for an unknown e-mail, then False
     try:
         _hasher.verify(stored or _DUMMY, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):

@@ -1,9 +1,11 @@
 """What every command shares: the runtime, tenant references, the schema, and the one answer to
-the services' errors (a one-line message naming the code and a non-zero exit)."""
+the services' errors: a sentence and a non-zero exit (`Refusal`), or with `--json` the code and
+the sentence as JSON on standard output."""
 
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import click
@@ -13,7 +15,31 @@ from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.vector_extension import VectorExtensionError
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import ConfigError, load_config
+from portal.domain.catalog import CATALOGS, DEFAULT_LANGUAGE, message
 from portal.domain.errors import MemoryServiceError
+
+_KNOWN = frozenset(CATALOGS[DEFAULT_LANGUAGE])
+
+
+def sentence(code: str) -> str:
+    """A refusal code in words (English, the command line's language); the code itself when the
+    catalog has no text of its own for it."""
+    return (message(f"refused.{code}", DEFAULT_LANGUAGE) or code) if f"refused.{code}" in _KNOWN else code
+
+
+class Refusal(click.ClickException):
+    """A refused command: "Error: <sentence>" on standard error and exit 1; with `as_json`, the
+    code and the sentence as one JSON object on standard output instead (scripts read the code)."""
+
+    def __init__(self, code: str, as_json: bool = False) -> None:
+        super().__init__(sentence(code) or code)
+        self.code, self.as_json = code, as_json
+
+    def show(self, file: Any = None) -> None:
+        if self.as_json:
+            click.echo(json.dumps({"ok": False, "code": self.code, "message": self.message}))
+        else:
+            super().show(file)
 
 
 def refusals_as_errors(command: click.Command) -> click.Command:
@@ -33,7 +59,7 @@ def refusals_as_errors(command: click.Command) -> click.Command:
         try:
             return callback(*args, **kwargs)
         except MemoryServiceError as exc:
-            raise click.ClickException(exc.code) from None
+            raise Refusal(exc.code, bool(kwargs.get("as_json"))) from None
 
     run.answers_refusals = True  # type: ignore[attr-defined]
     command.callback = run

@@ -5,14 +5,17 @@ Each command calls the runtime's stores or services and prints ids and counts, n
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import Any
 
 import click
 
 from portal.adapters.sql.migrate import current_revision
-from portal.cli.common import current_runtime, tenant_ref_id, upgrade_schema
+from portal.bootstrap import Runtime
+from portal.cli.common import Refusal, current_runtime, tenant_ref_id, upgrade_schema
 from portal.domain.errors import Refused
-from portal.domain.people import AccountError, TenantExists
+from portal.domain.people import AccountError, TenantExists, User
 from portal.domain.types import Place, Source
 
 DEMO_TENANT = "Demo"
@@ -161,6 +164,21 @@ def user() -> None:
     """Portal accounts."""
 
 
+JSON = click.option("--json", "as_json", is_flag=True, help="Answer as JSON (errors too, with their code).")
+
+
+def answer(as_json: bool, data: dict[str, Any], text: str) -> None:
+    click.echo(json.dumps({"ok": True, **data}) if as_json else text)
+
+
+def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
+    wanted = email.strip().lower()
+    found = [u for u in runtime.accounts.find(wanted) if u.email == wanted]
+    if not found:
+        raise Refusal("no_account", as_json)
+    return found[0]
+
+
 @user.command("create")
 @click.option("--email", required=True)
 @click.option("--name", required=True)
@@ -169,8 +187,10 @@ def user() -> None:
 @click.option("--owner-id", default=None, help="The id the assistant backend keeps this person's memories under.")
 @click.option("--language", type=click.Choice(["en", "fr"]), default="en", show_default=True)
 @click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+@JSON
 def user_create(
-    email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str, password_stdin: bool
+    email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str, password_stdin: bool,
+    as_json: bool,
 ) -> None:
     """Make an account; prints its owner id (the account's own id unless --owner-id is given)."""
     runtime = current_runtime()
@@ -179,25 +199,76 @@ def user_create(
         created = runtime.accounts.create(email, name, tenant_ref_id(runtime, tenant_ref), role, password,
                                           owner_id=owner_id, language=language)
     except AccountError as exc:
-        raise click.ClickException(exc.code) from None
-    click.echo(created.owner_id)
+        raise Refusal(exc.code, as_json) from None
+    answer(as_json, {"id": created.id, "owner_id": created.owner_id}, created.owner_id)
+
+
+@user.command("list")
+@click.option("--tenant", "tenant_ref", default=None, help="Only this tenant's accounts (name or id).")
+@click.option("--staff", "staff_only", is_flag=True, help="Only staff and admin accounts.")
+@click.option("--find", "query", default="", help="Only accounts whose e-mail or name holds this.")
+@JSON
+def user_list(tenant_ref: str | None, staff_only: bool, query: str, as_json: bool) -> None:
+    """Accounts: e-mail, name, role, tenant, state and last sign-in, one per line (at most 50)."""
+    runtime = current_runtime()
+    tenants = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref else None
+    found = runtime.accounts.staff(tenants) if staff_only else runtime.accounts.find(query, tenants)
+    if staff_only and query:
+        found = [u for u in found if query.lower() in u.email or query.lower() in u.name.lower()]
+    rows = [{"id": u.id, "email": u.email, "name": u.name, "role": u.role, "tenant_id": u.tenant_id,
+             "state": "disabled" if u.disabled else "active",
+             "last_visit_at": u.last_visit_at.isoformat() if u.last_visit_at else None} for u in found]
+    lines = ["\t".join(str(r[k] or "never") for k in ("email", "name", "role", "tenant_id", "state", "last_visit_at"))
+             for r in rows]
+    answer(as_json, {"accounts": rows}, "\n".join(lines))
 
 
 @user.command("set-password")
 @click.option("--email", required=True)
 @click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
-def user_set_password(email: str, password_stdin: bool) -> None:
-    """Give an account a new password; every session it has is ended."""
+@JSON
+def user_set_password(email: str, password_stdin: bool, as_json: bool) -> None:
+    """Give an account a new password (enabling it again if it was disabled); every session it has
+    is ended."""
     runtime = current_runtime()
-    found = [u for u in runtime.accounts.find(email) if u.email == email.strip().lower()]
-    if not found:
-        raise click.ClickException(f"no account with the e-mail {email!r}")
+    found = account_by_email(runtime, email, as_json)
     password = sys.stdin.readline().rstrip("\r\n")
     try:
-        runtime.accounts.set_password(found[0].id, password)
+        runtime.accounts.set_password(found.id, password)
     except AccountError as exc:
-        raise click.ClickException(exc.code) from None
-    click.echo(f"password changed for {found[0].id}; its sessions have ended")
+        raise Refusal(exc.code, as_json) from None
+    answer(as_json, {"id": found.id}, f"password changed for {found.email}; its sessions have ended")
+
+
+@user.command("disable")
+@click.option("--email", required=True)
+@JSON
+def user_disable(email: str, as_json: bool) -> None:
+    """No password opens the account any more and its sessions end (set-password enables it)."""
+    runtime = current_runtime()
+    found = account_by_email(runtime, email, as_json)
+    with runtime.records.unit() as uow:
+        uow.accounts.disable(found.id)
+        uow.audit.record(None, "operator", "account.disabled", found.owner_id, found.tenant_id)
+        uow.commit()
+    answer(as_json, {"id": found.id}, f"{found.email} is disabled and signed out everywhere")
+
+
+@user.command("remove")
+@click.option("--email", required=True)
+@JSON
+def user_remove(email: str, as_json: bool) -> None:
+    """Remove a staff or admin account. A person's account goes with their data: `purge`, or an
+    erasure request in the console."""
+    runtime = current_runtime()
+    found = account_by_email(runtime, email, as_json)
+    if found.role not in ("staff", "admin"):
+        raise Refusal("not_staff", as_json)
+    with runtime.records.unit() as uow:
+        uow.accounts.delete(found.id)
+        uow.audit.record(None, "operator", "staff.removed", found.owner_id, found.tenant_id)
+        uow.commit()
+    answer(as_json, {"id": found.id}, f"{found.email} was removed")
 
 
 COMMANDS = (db, tenant, api_key, demo, user)

@@ -110,6 +110,19 @@ class RecordsContract:
         assert records.accounts.end_sessions("no-such-account") is False
         assert records.accounts.set_password("no-such-account", "another long password") is False
 
+    def test_a_disabled_account_cannot_sign_in_until_it_gets_a_new_password(self, records: Records) -> None:
+        sam = records.accounts.create("sam@example.com", "Sam", self.tenant(records), "staff", PASSWORD)
+        assert sam.disabled is False
+        assert records.accounts.disable(sam.id) is True
+        disabled = records.accounts.get(sam.id)
+        assert disabled is not None and disabled.disabled is True and disabled.session_epoch == 1  # signed out
+        assert records.accounts.authenticate("sam@example.com", PASSWORD) is None
+        assert [u.disabled for u in records.accounts.staff()] == [True]
+        assert records.accounts.set_password(sam.id, "a brand new password") is True  # enabled again
+        assert records.accounts.get(sam.id).disabled is False  # type: ignore[union-attr]
+        assert records.accounts.authenticate("sam@example.com", "a brand new password") is not None
+        assert records.accounts.disable("no-such-account") is False
+
     def test_language_visit_and_deletion(self, records: Records) -> None:
         ada = records.accounts.create("ada@example.com", "Ada", self.tenant(records), "member", PASSWORD)
         records.accounts.set_language(ada.id, "fr")

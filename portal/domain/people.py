@@ -31,6 +31,8 @@ class User:
     created_at: datetime
     last_visit_at: datetime | None
     session_epoch: int = 0
+    # No password can open it (`Accounts.disable`); a new password enables it again.
+    disabled: bool = False
 
     @property
     def place(self) -> Place:

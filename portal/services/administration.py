@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from portal.domain.errors import NotFound, Refused
 from portal.domain.people import AccountError, ApiKey, Tenant, TenantExists, User
-from portal.ports import Records
+from portal.ports import Accounts, Records
 
 
 @dataclass(frozen=True)
@@ -97,4 +97,48 @@ class Administration:
             if person is None or not uow.accounts.end_sessions(user_id):
                 raise NotFound()
             uow.audit.record(actor.id, actor.role, "sessions.ended", person.owner_id, person.tenant_id)
+            uow.commit()
+
+    # ------------------------------------------------------------------ staff accounts
+
+    def _staff_account(self, accounts: Accounts, actor: User, user_id: str) -> User:
+        """A staff or admin account another admin may change: never a person's (their account
+        goes with their data, by erasure), never the admin's own (no one locks themselves out)."""
+        found = accounts.get(user_id) if isinstance(user_id, str) else None
+        if found is None:
+            raise NotFound()
+        if found.role not in ("staff", "admin"):
+            raise Refused("not_staff")
+        if found.id == actor.id:
+            raise Refused("own_account")
+        return found
+
+    def disable_staff(self, actor: User, user_id: str) -> None:
+        """No password opens the account any more and its sessions end; a new password enables it."""
+        self._admin(actor)
+        with self.records.unit() as uow:
+            account = self._staff_account(uow.accounts, actor, user_id)
+            uow.accounts.disable(account.id)
+            uow.audit.record(actor.id, actor.role, "staff.disabled", account.owner_id, account.tenant_id)
+            uow.commit()
+
+    def reset_password(self, actor: User, user_id: str, password: str) -> None:
+        """A new password for a staff account (enabling it again if it was disabled)."""
+        self._admin(actor)
+        with self.records.unit() as uow:
+            account = self._staff_account(uow.accounts, actor, user_id)
+            try:
+                uow.accounts.set_password(account.id, password)
+            except AccountError as exc:
+                raise Refused(exc.code) from None
+            uow.audit.record(actor.id, actor.role, "staff.password_set", account.owner_id, account.tenant_id)
+            uow.commit()
+
+    def remove_staff(self, actor: User, user_id: str) -> None:
+        """Remove a staff account: its e-mail, name and password go; the audit log keeps its id."""
+        self._admin(actor)
+        with self.records.unit() as uow:
+            account = self._staff_account(uow.accounts, actor, user_id)
+            uow.accounts.delete(account.id)
+            uow.audit.record(actor.id, actor.role, "staff.removed", account.owner_id, account.tenant_id)
             uow.commit()

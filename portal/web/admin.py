@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
@@ -72,6 +73,45 @@ def create_staff() -> ResponseReturnValue:
     administration().create_staff(current_user, form.get("email", ""), form.get("name", ""),
                                   form.get("tenant", ""), form.get("role", "staff"), form.get("password", ""))
     flash(_("Account created."))
+    return redirect(url_for("admin.index"), 303)
+
+
+def staff_asking(question: str, label: str) -> Callable[..., Ask]:
+    def asking(user_id: str) -> Ask:
+        account = runtime().accounts.get(user_id)
+        if account is None:
+            raise NotFound()
+        return Ask(question, label, url_for("admin.index"), account.email)
+    return asking
+
+
+@bp.post("/staff/<user_id>/disable")
+@admin_only
+@refusals(back_to_index)
+@asks_first(lambda user_id: staff_asking(_("Disable this account? It cannot sign in until it gets a new password."),
+                                         _("Disable"))(user_id))
+def disable_staff(user_id: str) -> ResponseReturnValue:
+    administration().disable_staff(current_user, user_id)
+    flash(_("The account is disabled and signed out everywhere."))
+    return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/staff/<user_id>/remove")
+@admin_only
+@refusals(back_to_index)
+@asks_first(lambda user_id: staff_asking(_("Remove this account for good?"), _("Remove"))(user_id))
+def remove_staff(user_id: str) -> ResponseReturnValue:
+    administration().remove_staff(current_user, user_id)
+    flash(_("The account was removed."))
+    return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/staff/<user_id>/password")
+@admin_only
+@refusals(back_to_index)
+def set_staff_password(user_id: str) -> ResponseReturnValue:
+    administration().reset_password(current_user, user_id, request.form.get("password", ""))
+    flash(_("The new password is set; the account's sessions have ended."))
     return redirect(url_for("admin.index"), 303)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from portal.adapters.sql.accounts import Accounts as SqlAccounts
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import head_revision
@@ -204,4 +205,48 @@ def test_commands_work_and_a_service_error_is_one_line_under_either_command(env:
     assert f"\tBy {through}\t" in run(["tenant", "list"], env).stdout
     answer = subprocess.run([*command, "export", " "], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert answer.returncode == 1
-    assert "Error: invalid_where" in answer.stderr and "Traceback" not in answer.stderr
+    assert "Error: No person was given." in answer.stderr and "Traceback" not in answer.stderr
+
+
+def test_accounts_are_listed_disabled_and_removed_and_errors_are_sentences(env: dict[str, str]) -> None:
+    assert run(["db", "upgrade"], env).returncode == 0
+    assert run(["tenant", "create", "Acme"], env).returncode == 0
+    base = ["user", "create", "--tenant", "Acme", "--password-stdin"]
+    assert run([*base, "--email", "sam@acme.example", "--name", "Sam", "--role", "staff"], env,
+               stdin="a long enough password\n").returncode == 0
+    assert run([*base, "--email", "ada@acme.example", "--name", "Ada"], env, stdin="a long enough password\n").returncode == 0
+    # refusals: a sentence and exit 1; with --json the code, on standard output
+    short = run([*base, "--email", "bo@acme.example", "--name", "Bo"], env, stdin="short\n")
+    assert short.returncode == 1 and "Error: The password needs at least 10 characters." in short.stderr
+    assert "password_too_short" not in short.stderr
+    taken = run([*base, "--email", "sam@acme.example", "--name", "Sam", "--json"], env, stdin="a long enough password\n")
+    assert taken.returncode == 1
+    assert json.loads(taken.stdout) == {"ok": False, "code": "email_taken",
+                                        "message": "An account with that e-mail exists already."}
+
+    listed = run(["user", "list"], env)
+    assert listed.returncode == 0
+    lines = sorted(listed.stdout.strip().splitlines())
+    assert [line.split("\t")[:3] + line.split("\t")[4:] for line in lines] == [
+        ["ada@acme.example", "Ada", "member", "active", "never"], ["sam@acme.example", "Sam", "staff", "active", "never"]]
+    staff = json.loads(run(["user", "list", "--staff", "--json"], env).stdout)
+    assert [a["email"] for a in staff["accounts"]] == ["sam@acme.example"]
+
+    assert run(["user", "disable", "--email", "sam@acme.example"], env).returncode == 0
+    assert "disabled" in run(["user", "list", "--staff"], env).stdout
+    engine = make_engine(f"sqlite:///{env['MEMORY_INSTANCE_PATH']}/memory.db")
+    try:
+        accounts = SqlAccounts(engine)
+        assert accounts.authenticate("sam@acme.example", "a long enough password") is None
+    finally:
+        engine.dispose()
+    assert run(["user", "set-password", "--email", "sam@acme.example", "--password-stdin"], env,
+               stdin="another long password\n").returncode == 0
+    assert "active" in run(["user", "list", "--staff"], env).stdout  # enabled again
+
+    person = run(["user", "remove", "--email", "ada@acme.example"], env)
+    assert person.returncode == 1 and "through an erasure request" in person.stderr
+    nobody = run(["user", "remove", "--email", "nobody@acme.example", "--json"], env)
+    assert nobody.returncode == 1 and json.loads(nobody.stdout)["code"] == "no_account"
+    assert run(["user", "remove", "--email", "sam@acme.example"], env).returncode == 0
+    assert "sam@acme.example" not in run(["user", "list"], env).stdout

@@ -48,7 +48,7 @@ def staff_calls(person: User, request_id: str) -> list[Call]:
     ]
 
 
-def admin_calls(tenant_id: str, key_id: str, person_id: str) -> list[Call]:
+def admin_calls(tenant_id: str, key_id: str, person_id: str, staff_id: str) -> list[Call]:
     return [
         Call("admin.index", "GET", "/admin/"),
         Call("admin.create_tenant", "POST", "/admin/tenants", {"name": "Tenant C", "ai": "on"}),
@@ -59,6 +59,9 @@ def admin_calls(tenant_id: str, key_id: str, person_id: str) -> list[Call]:
         Call("admin.new_key", "GET", "/admin/keys/new"),  # right after create_key: the key, once
         Call("admin.revoke_key", "POST", f"/admin/keys/{key_id}/revoke", {"confirmed": "1"}),
         Call("admin.end_sessions", "POST", f"/admin/people/{person_id}/end-sessions", {"confirmed": "1"}),
+        Call("admin.set_staff_password", "POST", f"/admin/staff/{staff_id}/password", {"password": "a brand new password"}),
+        Call("admin.disable_staff", "POST", f"/admin/staff/{staff_id}/disable", {"confirmed": "1"}),
+        Call("admin.remove_staff", "POST", f"/admin/staff/{staff_id}/remove", {"confirmed": "1"}),
     ]
 
 
@@ -69,7 +72,8 @@ ALLOWED = {
     ("staff.erasure", "GET"): 200, ("staff.audit", "GET"): 200, ("staff.audit_csv", "GET"): 200,
     ("staff.complete_erasure", "POST"): 303, ("admin.index", "GET"): 200, ("admin.create_tenant", "POST"): 303,
     ("admin.switch_ai", "POST"): 303, ("admin.create_staff", "POST"): 303, ("admin.create_key", "POST"): 303,
-    ("admin.new_key", "GET"): 200,
+    ("admin.new_key", "GET"): 200, ("admin.set_staff_password", "POST"): 303, ("admin.disable_staff", "POST"): 303,
+    ("admin.remove_staff", "POST"): 303,
     ("admin.revoke_key", "POST"): 303, ("admin.end_sessions", "POST"): 303,
 }
 
@@ -91,7 +95,8 @@ def setup(console: Console) -> Fixtures:
 
 
 def every_call(console: Console, setup: Fixtures) -> list[Call]:
-    return staff_calls(console.a1, setup.request_a) + admin_calls(console.a.id, setup.key_id, console.a1.id)
+    return staff_calls(console.a1, setup.request_a) + admin_calls(
+        console.a.id, setup.key_id, console.a1.id, console.sB.id)
 
 
 def send(client: Any, call: Call) -> Any:
@@ -132,7 +137,7 @@ def test_people_get_not_found_on_every_console_route(console: Console, setup: Fi
 def test_staff_get_not_found_on_every_admin_route(console: Console, setup: Fixtures) -> None:
     client = console.client(console.sA)
     before = console.state()
-    for call in admin_calls(console.a.id, setup.key_id, console.a1.id):
+    for call in admin_calls(console.a.id, setup.key_id, console.a1.id, console.sB.id):
         assert send(client, call).status_code == 404, call
     assert console.state() == before
     assert "Administration" not in page_text(client.get("/staff/"))  # no link to it either
@@ -173,7 +178,8 @@ def test_staff_get_not_found_for_anything_of_another_tenant(console: Console, se
 
 def test_admins_may_do_everything_in_every_tenant(console: Console, setup: Fixtures) -> None:
     client = console.client(console.admin)
-    for call in staff_calls(console.b1, setup.request_b) + admin_calls(console.b.id, setup.key_id, console.sB.id):
+    calls = staff_calls(console.b1, setup.request_b) + admin_calls(console.b.id, setup.key_id, console.sB.id, console.sB.id)
+    for call in calls:
         answer = send(client, call)
         assert answer.status_code == ALLOWED[(call.endpoint, call.method)], (call, answer.status_code)
     assert console.runtime.accounts.get(console.b1.id) is None

@@ -50,7 +50,8 @@ def test_create_a_staff_account_that_can_sign_in(console: Console) -> None:
     answer = client.post("/admin/staff", data=data)
     assert answer.status_code == 303
     assert "Account created." in page_text(client.get(answer.headers["Location"]))
-    assert "nina@b.example — staff — Tenant B" in page_text(client.get("/admin/"))
+    listed = client.get("/admin/").get_data(as_text=True)
+    assert re.search(r"nina@b.example</td><td>Nina New</td><td>staff</td><td>Tenant B</td>\s*<td>active", listed)
     nina = console.client(console.admin).application.test_client()
     assert nina.post("/login", data={"email": "nina@b.example", "password": PASSWORD}).headers["Location"] == "/staff/"
     assert "bea@b.example" in page_text(nina.get("/staff/?q=example"))  # B's staff: sees B's people
@@ -148,3 +149,44 @@ def test_the_console_navigation_marks_the_current_page(console: Console) -> None
         html = client.get(path).get_data(as_text=True)
         marked = re.findall(r'<a href="[^"]+" aria-current="page">([^<]+)</a>', html)
         assert marked == [current], (path, marked)
+
+
+def test_an_admin_disables_sets_a_password_for_and_removes_a_staff_account(console: Console) -> None:
+    admin = console.client(console.admin)
+    accounts = console.runtime.accounts
+    signed_in = console.client(console.sB, through_form=True)
+    assert signed_in.get("/staff/").status_code == 200
+    asked = admin.post(f"/admin/staff/{console.sB.id}/disable")  # without JavaScript: asked first
+    assert asked.status_code == 200 and console.sB.email in page_text(asked)
+    assert accounts.get(console.sB.id).disabled is False  # type: ignore[union-attr]
+    done = admin.post(f"/admin/staff/{console.sB.id}/disable", data={"confirmed": "1"})
+    assert done.status_code == 303
+    assert "The account is disabled and signed out everywhere." in page_text(admin.get("/admin/"))
+    assert accounts.authenticate(console.sB.email, PASSWORD) is None
+    assert signed_in.get("/staff/").status_code in (302, 303)  # its session ended
+    assert re.search(r'data-testid="staff-account"><td>' + re.escape(console.sB.email) + r".*?disabled",
+                     admin.get("/admin/").get_data(as_text=True), flags=re.S)
+
+    assert admin.post(f"/admin/staff/{console.sB.id}/password", data={"password": "short"}).status_code == 303
+    assert "at least 10 characters" in page_text(admin.get("/admin/"))
+    assert admin.post(f"/admin/staff/{console.sB.id}/password", data={"password": "a brand new password"}).status_code == 303
+    assert accounts.authenticate(console.sB.email, "a brand new password") is not None  # enabled again
+
+    assert admin.post(f"/admin/staff/{console.sB.id}/remove", data={"confirmed": "1"}).status_code == 303
+    assert accounts.get(console.sB.id) is None
+    actions = [e.action for e in console.audit() if e.subject_owner_id == console.sB.owner_id]
+    assert {"staff.disabled", "staff.password_set", "staff.removed"} <= set(actions)
+
+
+def test_a_persons_account_or_ones_own_is_not_a_staff_account_to_change(console: Console) -> None:
+    admin = console.client(console.admin)
+    for path in (f"/admin/staff/{console.a1.id}/disable", f"/admin/staff/{console.a1.id}/remove",
+                 f"/admin/staff/{console.admin.id}/disable", f"/admin/staff/{console.admin.id}/remove"):
+        assert admin.post(path, data={"confirmed": "1"}).status_code == 303, path
+    text = page_text(admin.get("/admin/"))
+    assert "You cannot do this to your own account." in text and "through an erasure request" in text
+    assert console.runtime.accounts.get(console.a1.id) is not None
+    assert console.runtime.accounts.authenticate(console.admin.email, PASSWORD) is not None
+    assert admin.post("/admin/staff/nope/remove", data={"confirmed": "1"}).status_code == 404
+    assert console.client(console.sA).post(f"/admin/staff/{console.sB.id}/disable",
+                                           data={"confirmed": "1"}).status_code == 404  # staff are not admins

@@ -16,9 +16,9 @@ def test_tokenless_console_posts_are_refused_and_the_page_token_works(console: C
     request_id = console.runtime.support.log_erasure(console.sA, console.a1.id, "A-1", None).id
     key, _token = console.runtime.administration.create_api_key(console.admin, console.a.id, ["erasure"], "k")
     before = console.state()
-    calls = staff_calls(console.a1, request_id) + admin_calls(console.a.id, key.id, console.a2.id)
+    calls = staff_calls(console.a1, request_id) + admin_calls(console.a.id, key.id, console.a2.id, console.sB.id)
     posts = [c for c in calls if c.method == "POST"]
-    assert len(posts) == 10
+    assert len(posts) == 13
     for call in posts:
         for headers in ({}, {"X-CSRFToken": "forged"}, {"HX-Request": "true"}):
             answer = admin.post(call.url, data=call.data, headers=headers)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from portal.adapters.keys import new_key, parse_token, secret_matches, use_to_record
-from portal.adapters.passwords import hash_password, verify_password
+from portal.adapters.passwords import DISABLED, hash_password, verify_password
 from portal.domain.options import new_id, utc_now
 from portal.domain.people import (
     AccountError,
@@ -88,7 +88,14 @@ class InMemoryAccounts:
         password_hash = hash_password(password)
         with self._h.writing():
             user = self.get(user_id)
-            return user is not None and self._change(user_id, password_hash, session_epoch=user.session_epoch + 1)
+            return user is not None and self._change(user_id, password_hash, session_epoch=user.session_epoch + 1,
+                                                     disabled=False)
+
+    def disable(self, user_id: str) -> bool:
+        with self._h.writing():
+            user = self.get(user_id)
+            return user is not None and self._change(user_id, DISABLED, session_epoch=user.session_epoch + 1,
+                                                     disabled=True)
 
     def set_language(self, user_id: str, language: str) -> None:
         check_language(language)

@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import RowMapping
 
-from portal.adapters.passwords import hash_password, verify_password
+from portal.adapters.passwords import DISABLED, hash_password, verify_password
 from portal.adapters.sql.binding import Bind, reading, writing
 from portal.adapters.sql.tables import tenants, users
 from portal.domain.options import new_id, utc_now
@@ -61,6 +61,13 @@ class Accounts:
         with writing(self.bind) as conn:
             done = conn.execute(update(users).where(users.c.id == user_id).values(
                 password_hash=hash_password(password), session_epoch=users.c.session_epoch + 1)).rowcount
+        return bool(done)
+
+    def disable(self, user_id: str) -> bool:
+        """No password opens the account any more, and every session of it ends."""
+        with writing(self.bind) as conn:
+            done = conn.execute(update(users).where(users.c.id == user_id).values(
+                password_hash=DISABLED, session_epoch=users.c.session_epoch + 1)).rowcount
         return bool(done)
 
     def get(self, user_id: str) -> User | None:
@@ -126,4 +133,5 @@ def _user(row: RowMapping | dict[str, object]) -> User:
         created_at=row["created_at"],  # type: ignore[arg-type]
         last_visit_at=row["last_visit_at"],  # type: ignore[arg-type]
         session_epoch=int(str(row.get("session_epoch") or 0)),
+        disabled=str(row.get("password_hash") or "").startswith(DISABLED),
     )
