@@ -47,6 +47,9 @@ def test_login_rate_limit(world: World) -> None:
         assert client.post("/login", data={"email": "ada@example.com", "password": "guess guess"}).status_code == 401
     fourth = client.post("/login", data={"email": "ada@example.com", "password": PASSWORD})
     assert fourth.status_code == 429
+    # a page of the site (its stylesheet, its heading, the wait said), not a bare line of text
+    html = fourth.get_data(as_text=True)
+    assert 'rel="stylesheet"' in html and "<h1>Too many tries</h1>" in html and fourth.headers["Retry-After"]
     # Even the right password is not let in while the limit holds, and reading the form is not limited.
     assert client.get("/memories").status_code == 302
     assert client.get("/login").status_code == 200
