@@ -87,3 +87,23 @@ def test_toasts_close_and_the_undo_is_the_next_stop(signed_in: Page, live_server
     # a toast closes with its button
     page.get_by_test_id("toast").last.get_by_role("button", name="Dismiss").click()
     expect(page.get_by_test_id("toast")).to_have_count(0)
+
+
+def test_dates_stay_on_one_line_the_search_row_lines_up_and_the_cards_breathe(
+    new_context: Callable[..., BrowserContext], live_server: LiveServer, french_person: Person
+) -> None:
+    for viewport in ({"width": 1280, "height": 800}, PHONE):
+        page = new_context(viewport=viewport).new_page()
+        sign_in(page, live_server.url, french_person)
+        # a date is never cut over two lines (French dates wrapped)
+        for height in page.locator("#memory-list .meta time").evaluate_all(
+                "els => els.map(e => e.getClientRects().length)"):
+            assert height == 1
+        # the search field, the select and the button are one height
+        heights = page.locator("form.search").evaluate(
+            "f => ['input[type=search]', 'select', 'button'].map(s => f.querySelector(s).getBoundingClientRect().height)")
+        assert max(heights) - min(heights) < 1, heights
+        # "Your data" does not touch the last memory
+        gap = page.evaluate("""() => document.querySelector('#your-data').closest('section').getBoundingClientRect().top
+            - document.querySelector('#results').getBoundingClientRect().bottom""")
+        assert gap >= 12, gap
