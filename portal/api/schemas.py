@@ -136,7 +136,7 @@ class RecallIn(Strict):
     before: datetime | None = None
     limit: int = Field(5, ge=1, le=100)
     min_similarity: float | None = Field(None, ge=-1.0, le=1.0)
-    relevant_only: bool = Field(False, description=(
+    relevant_only: Flag = Field(False, description=(
         "Only memories sharing a word with the query or as close by meaning as the host's relevance "
         "floor (MEMORY_RELEVANCE_FLOOR, 0.2 by default): a query about nothing known finds nothing."))
 

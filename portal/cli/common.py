@@ -83,11 +83,13 @@ def current_runtime() -> Runtime:
     return found
 
 
-def tenant_ref_id(found: Runtime, name_or_id: str | None) -> str:
+def tenant_ref_id(found: Runtime, name_or_id: str | None, as_json: bool = False) -> str:
     if name_or_id is None:
         return ""
     tenant = found.tenants.find(name_or_id)
     if tenant is None:
+        if as_json:
+            raise Refusal("unknown_tenant", as_json)
         raise click.ClickException(f"no tenant named or numbered {name_or_id!r}")
     return tenant.id
 

@@ -17,6 +17,7 @@ from portal.cli.common import Refusal, current_runtime, tenant_ref_id, upgrade_s
 from portal.domain.errors import Refused
 from portal.domain.people import AccountError, TenantExists, User
 from portal.domain.types import Place, Source
+from portal.services.administration import remove_account
 
 DEMO_TENANT = "Demo"
 DEMO_OWNER = "demo-ada"
@@ -171,6 +172,11 @@ def answer(as_json: bool, data: dict[str, Any], text: str) -> None:
     click.echo(json.dumps({"ok": True, **data}) if as_json else text)
 
 
+def family_of(account: User) -> str:
+    """The audit family of a change to this account: `staff` for staff and admins, else `account`."""
+    return "staff" if account.role in ("staff", "admin") else "account"
+
+
 def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
     wanted = email.strip().lower()
     found = [u for u in runtime.accounts.find(wanted) if u.email == wanted]
@@ -196,7 +202,7 @@ def user_create(
     runtime = current_runtime()
     password = sys.stdin.readline().rstrip("\r\n")
     try:
-        created = runtime.accounts.create(email, name, tenant_ref_id(runtime, tenant_ref), role, password,
+        created = runtime.accounts.create(email, name, tenant_ref_id(runtime, tenant_ref, as_json), role, password,
                                           owner_id=owner_id, language=language)
     except AccountError as exc:
         raise Refusal(exc.code, as_json) from None
@@ -211,7 +217,7 @@ def user_create(
 def user_list(tenant_ref: str | None, staff_only: bool, query: str, as_json: bool) -> None:
     """Accounts: e-mail, name, role, tenant, state and last sign-in, one per line (at most 50)."""
     runtime = current_runtime()
-    tenants = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref else None
+    tenants = [tenant_ref_id(runtime, tenant_ref, as_json)] if tenant_ref else None
     found = runtime.accounts.staff(tenants) if staff_only else runtime.accounts.find(query, tenants)
     if staff_only and query:
         found = [u for u in found if query.lower() in u.email or query.lower() in u.name.lower()]
@@ -233,10 +239,13 @@ def user_set_password(email: str, password_stdin: bool, as_json: bool) -> None:
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
     password = sys.stdin.readline().rstrip("\r\n")
-    try:
-        runtime.accounts.set_password(found.id, password)
-    except AccountError as exc:
-        raise Refusal(exc.code, as_json) from None
+    with runtime.records.unit() as uow:
+        try:
+            uow.accounts.set_password(found.id, password)
+        except AccountError as exc:
+            raise Refusal(exc.code, as_json) from None
+        uow.audit.record(None, "operator", f"{family_of(found)}.password_set", found.owner_id, found.tenant_id)
+        uow.commit()
     answer(as_json, {"id": found.id}, f"password changed for {found.email}; its sessions have ended")
 
 
@@ -247,9 +256,11 @@ def user_disable(email: str, as_json: bool) -> None:
     """No password opens the account any more and its sessions end (set-password enables it)."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
+    if found.role not in ("staff", "admin"):
+        raise Refusal("not_staff", as_json)  # a person signs out by themselves; their data goes by erasure
     with runtime.records.unit() as uow:
         uow.accounts.disable(found.id)
-        uow.audit.record(None, "operator", "account.disabled", found.owner_id, found.tenant_id)
+        uow.audit.record(None, "operator", "staff.disabled", found.owner_id, found.tenant_id)
         uow.commit()
     answer(as_json, {"id": found.id}, f"{found.email} is disabled and signed out everywhere")
 
@@ -265,8 +276,8 @@ def user_remove(email: str, as_json: bool) -> None:
     if found.role not in ("staff", "admin"):
         raise Refusal("not_staff", as_json)
     with runtime.records.unit() as uow:
-        uow.accounts.delete(found.id)
-        uow.audit.record(None, "operator", "staff.removed", found.owner_id, found.tenant_id)
+        counts = remove_account(uow, found)  # and what its own place holds, as the console does
+        uow.audit.record(None, "operator", "staff.removed", found.owner_id, found.tenant_id, counts=counts)
         uow.commit()
     answer(as_json, {"id": found.id}, f"{found.email} was removed")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from portal.domain.errors import NotFound, Refused
 from portal.domain.people import AccountError, ApiKey, Tenant, TenantExists, User
-from portal.ports import Accounts, Records
+from portal.ports import Accounts, Records, UnitOfWork
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,11 @@ class Administration:
 
     # ------------------------------------------------------------------ staff accounts
 
+    def staff_account(self, actor: User, user_id: str) -> User:
+        """The staff or admin account `actor` (an admin) may change, or the refusal it would meet."""
+        self._admin(actor)
+        return self._staff_account(self.records.accounts, actor, user_id)
+
     def _staff_account(self, accounts: Accounts, actor: User, user_id: str) -> User:
         """A staff or admin account another admin may change: never a person's (their account
         goes with their data, by erasure), never the admin's own (no one locks themselves out)."""
@@ -134,11 +139,21 @@ class Administration:
             uow.audit.record(actor.id, actor.role, "staff.password_set", account.owner_id, account.tenant_id)
             uow.commit()
 
-    def remove_staff(self, actor: User, user_id: str) -> None:
-        """Remove a staff account: its e-mail, name and password go; the audit log keeps its id."""
+    def remove_staff(self, actor: User, user_id: str) -> dict[str, int]:
+        """Remove a staff account: its e-mail, name and password go, and whatever its own place
+        holds (staff may keep memories in the portal like anyone) is erased with it, in one unit
+        of work; the audit log keeps its id and the counts."""
         self._admin(actor)
         with self.records.unit() as uow:
             account = self._staff_account(uow.accounts, actor, user_id)
-            uow.accounts.delete(account.id)
-            uow.audit.record(actor.id, actor.role, "staff.removed", account.owner_id, account.tenant_id)
+            counts = remove_account(uow, account)
+            uow.audit.record(actor.id, actor.role, "staff.removed", account.owner_id, account.tenant_id, counts=counts)
             uow.commit()
+        return counts
+
+
+def remove_account(uow: UnitOfWork, account: User) -> dict[str, int]:
+    """Delete an account and erase its own place, in the caller's unit of work: the counts."""
+    counts = uow.purge_owner(account.owner_id, [account.tenant_id]).to_json()
+    counts["accounts"] = int(uow.accounts.delete(account.id))
+    return counts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -19,7 +20,7 @@ from portal.services.administration import Administration
 from portal.web.confirm import Ask, asks_first
 from portal.web.errors import refusals
 from portal.web.render import runtime
-from portal.web.security import roles_required
+from portal.web.security import NEW_API_KEY, roles_required
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 admin_only = roles_required("admin")
@@ -77,10 +78,10 @@ def create_staff() -> ResponseReturnValue:
 
 
 def staff_asking(question: str, label: str) -> Callable[..., Ask]:
+    """Asks about a staff account only: one the change would refuse (a person's, one's own) is
+    refused at once, with no page asking to confirm it."""
     def asking(user_id: str) -> Ask:
-        account = runtime().accounts.get(user_id)
-        if account is None:
-            raise NotFound()
+        account = administration().staff_account(current_user, user_id)
         return Ask(question, label, url_for("admin.index"), account.email)
     return asking
 
@@ -123,19 +124,24 @@ def create_key() -> ResponseReturnValue:
                                                   request.form.getlist("permission"), request.form.get("name"))
     # Post/redirect/get: the key crosses the redirect sealed in the session (the cookie holds
     # only ciphertext) and is shown once by the GET; a reload of that page cannot make another.
-    session[NEW_KEY] = sealer().encrypt(token.encode()).decode()
+    sealed = json.dumps({"user": current_user.id, "epoch": current_user.session_epoch, "token": token})
+    session[NEW_KEY] = sealer().encrypt(sealed.encode()).decode()
     return redirect(url_for("admin.new_key"), 303)
 
 
 @bp.get("/keys/new")
 @admin_only
 def new_key() -> ResponseReturnValue:
-    """The new key, once: taken out of the session as it is shown."""
+    """The new key, once: taken out of the session as it is shown, and only to the admin who made
+    it in the same sign-in (the session is a cookie: the key must not wait in it for whoever
+    signs in next on that browser)."""
     sealed = session.pop(NEW_KEY, None)
     try:
-        token = sealer().decrypt(sealed.encode(), ttl=SEALED_SECONDS).decode() if isinstance(sealed, str) else None
-    except InvalidToken:  # too old, or sealed with another secret key
-        token = None
+        opened = json.loads(sealer().decrypt(sealed.encode(), ttl=SEALED_SECONDS)) if isinstance(sealed, str) else {}
+    except (InvalidToken, ValueError):  # too old, sealed with another secret key, or not ours
+        opened = {}
+    mine = opened.get("user") == current_user.id and opened.get("epoch") == current_user.session_epoch
+    token = opened.get("token") if mine and isinstance(opened.get("token"), str) else None
     if token is None:
         return redirect(url_for("admin.index"), 303)
     response = make_response(page(new_key=token))
@@ -144,8 +150,8 @@ def new_key() -> ResponseReturnValue:
     return response
 
 
-NEW_KEY = "new_api_key"
-SEALED_SECONDS = 300
+NEW_KEY = NEW_API_KEY
+SEALED_SECONDS = 120
 
 
 def sealer() -> Fernet:
@@ -167,8 +173,8 @@ def asking_to_end_sessions(user_id: str) -> Ask:
     person = runtime().accounts.get(user_id)
     if person is None:
         raise NotFound()
-    return Ask(_("Sign this account out everywhere?"), _("End every session"),
-               url_for("staff.person", user_id=user_id), person.email)
+    back = url_for("admin.index") if person.role in ("staff", "admin") else url_for("staff.person", user_id=user_id)
+    return Ask(_("Sign this account out everywhere?"), _("End every session"), back, person.email)
 
 
 @bp.post("/keys/<key_id>/revoke")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_required, login_user, logout_user
 
 from portal.web.render import runtime
-from portal.web.security import rotate_csrf_token, safe_next
+from portal.web.security import NEW_API_KEY, rotate_csrf_token, safe_next
 from portal.web.throttle import DEVICE_COOKIE, DEVICE_DAYS, throttle
 
 bp = Blueprint("auth", __name__)
@@ -33,6 +33,7 @@ def login() -> ResponseReturnValue:
         if user is not None:
             known = throttle().succeeded(email, request.remote_addr, device)
             rotate_csrf_token()
+            session.pop(NEW_API_KEY, None)  # a key sealed for whoever used this browser before
             login_user(user)
             current_app.logger.info("auth.login user=%s", user.id)
             home = url_for("staff.people") if user.role in ("staff", "admin") else url_for("memories.index")
@@ -56,6 +57,7 @@ def too_many(wait: int) -> ResponseReturnValue:
 @login_required
 def logout() -> ResponseReturnValue:
     runtime().people.sign_out(current_user)
+    session.pop(NEW_API_KEY, None)
     logout_user()
     flash(_("You are signed out."))
     return redirect(url_for("auth.login"), 303)

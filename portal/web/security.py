@@ -22,6 +22,9 @@ from flask_wtf.csrf import CSRFProtect
 from portal.inputs import is_valid_text
 
 LANGUAGES = ("en", "fr")
+# The session entry that carries a new API key, sealed, from its creation to the page that shows
+# it once (portal.web.admin); dropped at every sign-in and sign-out (portal.web.auth).
+NEW_API_KEY = "new_api_key"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"

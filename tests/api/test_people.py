@@ -64,7 +64,8 @@ def test_recall_with_a_time_without_its_zone_is_invalid_time(any_world: World) -
 @pytest.mark.parametrize(
     "body",
     [{"query": "tea", "limit": 0}, {"query": "tea", "limit": 101}, {"query": "tea", "min_similarity": 2},
-     {"query": 3}, {"kinds": ["fact"]}, {"query": "tea", "after": "yesterday"}, {"query": "x" * 2001}],
+     {"query": 3}, {"kinds": ["fact"]}, {"query": "tea", "after": "yesterday"}, {"query": "x" * 2001},
+     {"query": "tea", "relevant_only": "yes"}, {"query": "tea", "relevant_only": 1}],
 )
 def test_recall_of_the_wrong_shape_is_400(world: World, body: dict[str, object]) -> None:
     answer = world.raw().post("/api/v1/people/ada/recall", json=body, headers=world.auth())

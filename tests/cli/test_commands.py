@@ -246,6 +246,9 @@ def test_accounts_are_listed_disabled_and_removed_and_errors_are_sentences(env: 
 
     person = run(["user", "remove", "--email", "ada@acme.example"], env)
     assert person.returncode == 1 and "through an erasure request" in person.stderr
+    assert run(["user", "disable", "--email", "ada@acme.example"], env).returncode == 1  # as the console refuses
+    unknown = run(["user", "list", "--tenant", "Nope", "--json"], env)
+    assert unknown.returncode == 1 and json.loads(unknown.stdout)["code"] == "unknown_tenant"
     nobody = run(["user", "remove", "--email", "nobody@acme.example", "--json"], env)
     assert nobody.returncode == 1 and json.loads(nobody.stdout)["code"] == "no_account"
     assert run(["user", "remove", "--email", "sam@acme.example"], env).returncode == 0

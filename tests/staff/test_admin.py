@@ -190,3 +190,43 @@ def test_a_persons_account_or_ones_own_is_not_a_staff_account_to_change(console:
     assert admin.post("/admin/staff/nope/remove", data={"confirmed": "1"}).status_code == 404
     assert console.client(console.sA).post(f"/admin/staff/{console.sB.id}/disable",
                                            data={"confirmed": "1"}).status_code == 404  # staff are not admins
+
+
+def test_a_new_key_is_shown_only_to_the_admin_who_made_it_in_that_sign_in(console: Console) -> None:
+    """The key waits in the (cookie) session between the POST and the page that shows it: it must
+    not wait there for whoever signs in next on the same browser."""
+    other = console.runtime.accounts.create("root2@b.example", "Other Admin", console.b.id, "admin", PASSWORD)
+    browser = console.client(console.admin, through_form=True)
+    made = browser.post("/admin/keys", data={"tenant": console.b.id, "permission": ["memories:read"]})
+    assert made.status_code == 303  # the redirect is not followed: the admin walks away
+    assert browser.post("/logout").status_code == 303
+    assert browser.post("/login", data={"email": other.email, "password": PASSWORD}).status_code == 303
+    shown = browser.get("/admin/keys/new")
+    assert shown.status_code == 303 and 'data-testid="new-key"' not in shown.get_data(as_text=True)
+    # and sealed for one sign-in: the same admin, signed in again, does not get it either
+    again = console.client(console.admin, through_form=True)
+    again.post("/admin/keys", data={"tenant": console.b.id, "permission": ["memories:read"]})
+    again.post("/logout")
+    again.post("/login", data={"email": console.admin.email, "password": PASSWORD})
+    assert again.get("/admin/keys/new").status_code == 303
+
+
+def test_removing_a_staff_account_erases_what_it_kept_too(console: Console) -> None:
+    service = console.runtime.service
+    service.remember(console.sB.place, "Staff private note about the rota")
+    assert service.list(console.sB.place, state="all").items
+    admin = console.client(console.admin)
+    assert admin.post(f"/admin/staff/{console.sB.id}/remove", data={"confirmed": "1"}).status_code == 303
+    assert service.list(console.sB.place, state="all").items == []
+    [removed] = console.audit(action="staff.removed")
+    assert removed.counts is not None and removed.counts["memories"] == 1 and removed.counts["accounts"] == 1
+
+
+def test_a_change_that_would_be_refused_is_not_asked_about(console: Console) -> None:
+    admin = console.client(console.admin)
+    for path in (f"/admin/staff/{console.a1.id}/disable", f"/admin/staff/{console.admin.id}/remove"):
+        answer = admin.post(path)  # not confirmed: refused at once rather than a page asking
+        assert answer.status_code == 303, path
+    assert console.runtime.accounts.get(console.a1.id).disabled is False  # type: ignore[union-attr]
+    assert admin.post(f"/admin/staff/{console.a1.id}/password", data={"password": "a brand new password"}).status_code == 303
+    assert console.runtime.accounts.authenticate(console.a1.email, "a brand new password") is None  # not a staff account

@@ -244,8 +244,10 @@ def fuse_scores(
       its best is (`lexical_evidence`): one memory sharing a common word with the question (the
       stem "like" of "how do they like their replies?" in "Likes tea") is no longer a full 1.
 
-    Equal scores (to 1e-6, so that the stores' float rounding cannot part them) fall by id: the
-    order is the same on every store, with or without the recall cache.
+    Equal scores (to 1e-6) fall by id: memories that tie (the same text, the same vector) come
+    in the same order on every store, with or without the recall cache. Scores that differ only
+    by the stores' float rounding almost always round alike; two straddling a rounding boundary
+    (one pair in millions) may still fall apart differently.
     """
     fused: dict[str, float] = {}
     found_by: dict[str, set[str]] = {}
