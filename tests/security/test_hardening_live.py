@@ -371,7 +371,10 @@ def test_an_admin_ends_a_persons_sessions(signed_in: Callable[[str], Browser], b
     cookie = signed_in("ended").http.cookies["session"]
     assert still_open(browser, cookie) == ["/memories", "/account/export.json"]
     admin = signed_in("admin")
-    ended = admin.post(f"/admin/people/{instance.user_id('ended')}/end-sessions", token=admin.token("/admin/"))
+    path = f"/admin/people/{instance.user_id('ended')}/end-sessions"
+    asked = admin.post(path, token=admin.token("/admin/"))  # a plain form: asked on a page first
+    assert asked.status_code == 200 and still_open(browser, cookie) != []
+    ended = admin.post(path, {"confirmed": "1"}, token=admin.token("/admin/"))
     assert ended.status_code == 303, ended.status_code
     assert still_open(browser, cookie) == []
 
