@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from datetime import timedelta
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 from tqdm import tqdm
@@ -20,6 +20,8 @@ from portal.adapters.sql.rotation import rotate_keys as rotate
 from portal.cli.common import current_runtime, tenant_ref_id
 from portal.config import ConfigError, load_config
 from portal.domain.audit import AuditNote
+from portal.domain.export import document
+from portal.domain.imports import MAX_BYTES, parse
 from portal.domain.types import Place
 from portal.serve import run
 
@@ -94,10 +96,31 @@ def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
 @click.argument("owner_id")
 @click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
 def export(owner_id: str, tenant_ref: str | None) -> None:
-    """Print everything kept about OWNER_ID in one tenant, as JSON."""
+    """Print everything kept about OWNER_ID in one tenant, as the export document (JSON; the
+    format `import` reads back, docs/operations.md "Export format")."""
     runtime = current_runtime()
     data = runtime.service.export(Place(owner_id, tenant_ref_id(runtime, tenant_ref)))
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    click.echo(json.dumps(document(data, None), ensure_ascii=False, indent=2))
+
+
+@click.command("import")
+@click.argument("file", type=click.File("rb"))
+@click.option("--owner", "owner_id", required=True, help="Whose memories they become (the file never chooses).")
+@click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id.")
+@click.option("--dry-run", is_flag=True, help="Say what would be added; keep nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Refusals as JSON with their code.")
+def import_file(file: BinaryIO, owner_id: str, tenant_ref: str, dry_run: bool, as_json: bool) -> None:
+    """Add the memories FILE holds to OWNER_ID's: our own export (JSON), mem0's get_all/export
+    JSON, or plain text with one memory per line. The same file twice adds nothing. Prints the
+    counts, as JSON: added (with --dry-run: would be added), duplicates (already kept), refused
+    (by code)."""
+    runtime = current_runtime()
+    place = Place(owner_id, tenant_ref_id(runtime, tenant_ref, as_json))
+    parsed = parse(file.read(MAX_BYTES + 1))
+    done = runtime.service.import_parsed(place, parsed, dry_run=dry_run,
+                                         audit=None if dry_run else AuditNote(None, "operator", "person.imported"))
+    click.echo(json.dumps({"format": done.format, "added": done.new, "duplicates": done.duplicates,
+                           "refused": done.refused, "dry_run": dry_run}))
 
 
 @click.command()
@@ -146,4 +169,4 @@ def rotate_keys(batch_size: int) -> None:
     click.echo(json.dumps(counts.to_json()))
 
 
-COMMANDS = (serve, reindex, purge_owner, export, prune, rotate_keys)
+COMMANDS = (serve, reindex, purge_owner, export, import_file, prune, rotate_keys)

@@ -16,6 +16,7 @@ from typing import Any
 
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
+from portal.domain.imports import Parsed
 from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
 from portal.domain.text import no_mask
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, PurgeCounts, Revision, Saved
@@ -24,6 +25,7 @@ from portal.ports import Store
 from .consolidation import Consolidation, ConsolidationResult
 from .context import Context
 from .memories import Memories, Undone
+from .portability import Imported, Portability
 from .privacy import Privacy
 from .recall import Recall
 from .retention import PruneCounts, Retention
@@ -47,6 +49,7 @@ class MemoryService:
         self.memories = Memories(self.ctx)
         self.reading = Recall(self.ctx)
         self.privacy = Privacy(self.ctx)
+        self.portability = Portability(self.ctx)
         self.consolidation = Consolidation(self.ctx, self.memories)
         self.retention = Retention(self.ctx)
 
@@ -166,6 +169,9 @@ class MemoryService:
 
     def is_paused(self, place: Place) -> bool:
         return self.privacy.is_paused(place)
+
+    def import_parsed(self, place: Place, parsed: Parsed, **settings: Any) -> Imported:
+        return self.portability.import_parsed(place, parsed, **settings)
 
     def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
         return self.privacy.export(place, audit)

@@ -143,10 +143,33 @@ def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     engine = make_engine(f"sqlite:///{env['MEMORY_INSTANCE_PATH']}/memory.db")
     assert MemoryService(SqlStore(engine)).remember(Place("demo-ada", other_id), "Collects stamps").ok
     engine.dispose()
+    assert (data["format"], data["version"]) == ("memory-portal/export", 1)  # the document import reads
+    saved = Path(env["MEMORY_INSTANCE_PATH"]) / "demo-ada.json"
+    saved.write_text(exported.stdout, encoding="utf-8")
     purged = run(["purge-owner", "demo-ada", "--tenant", "Demo", "--yes"], env)
     assert json.loads(purged.stdout)["memories"] == 9
     after = json.loads(run(["export", "demo-ada", "--tenant", "Demo"], env).stdout)
     assert after["memories"] == []
+    # export -> erase -> import: the same nine back; the same file twice adds nothing
+    back = run(["import", str(saved), "--owner", "demo-ada", "--tenant", "Demo"], env)
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout) == {"format": "memory-portal/export", "added": 9, "duplicates": 0, "refused": {},
+                                       "dry_run": False}
+    restored = json.loads(run(["export", "demo-ada", "--tenant", "Demo"], env).stdout)
+    strip = lambda doc: sorted((m["text"], m["kind"], m["importance"], m["pinned"], m["created_at"])  # noqa: E731
+                               for m in doc["memories"])
+    assert strip(restored) == strip(data)
+    assert json.loads(run(["import", str(saved), "--owner", "demo-ada", "--tenant", "Demo"], env).stdout)["added"] == 0
+    lines = Path(env["MEMORY_INSTANCE_PATH"]) / "lines.txt"
+    lines.write_text("- Has a cat called Miso\n- Keeps bees\n", encoding="utf-8")
+    listed = json.loads(run(["import", str(lines), "--owner", "demo-ada", "--tenant", "Demo", "--dry-run"], env).stdout)
+    assert (listed["format"], listed["added"], listed["duplicates"], listed["dry_run"]) == ("lines", 1, 1, True)
+    assert "Keeps bees" not in run(["export", "demo-ada", "--tenant", "Demo"], env).stdout  # a preview keeps nothing
+    junk = Path(env["MEMORY_INSTANCE_PATH"]) / "junk.json"
+    junk.write_text('{"nothing": "here"}', encoding="utf-8")
+    refused = run(["import", str(junk), "--owner", "demo-ada", "--tenant", "Demo"], env)
+    assert refused.returncode == 1 and "cannot be read" in refused.stderr and "Traceback" not in refused.stderr
+    assert run(["purge-owner", "demo-ada", "--tenant", "Demo", "--yes"], env).returncode == 0
     kept = json.loads(run(["export", "demo-ada", "--tenant", "Other"], env).stdout)
     assert [m["text"] for m in kept["memories"]] == ["Collects stamps"]
     everywhere = run(["purge-owner", "demo-ada", "--yes"], env)
