@@ -71,6 +71,7 @@ _EN: dict[str, Entry] = {
     "refused.import_unreadable": "This file cannot be read: it is not our export, mem0's JSON or plain text (UTF-8).",
     "refused.import_unknown_version": "This export is of a version this portal does not read.",
     "refused.import_empty": "This file holds no memory to import.",
+    "refused.import_too_large_here": "This file is too large to import here (at most 700 KB). Split it, or ask support.",
     "refused.invalid_email": "That is not an e-mail address.",
     "refused.email_taken": "An account with that e-mail exists already.",
     "refused.password_too_short": "The password needs at least 10 characters.",
@@ -137,6 +138,9 @@ _FR: dict[str, Entry] = {
     "refused.import_unreadable": "Ce fichier est illisible : ce n'est ni notre export, ni le JSON de mem0, ni du texte (UTF-8).",
     "refused.import_unknown_version": "Cet export est d'une version que ce portail ne lit pas.",
     "refused.import_empty": "Ce fichier ne contient aucun souvenir à importer.",
+    "refused.import_too_large_here": (
+        "Ce fichier est trop gros pour être importé ici (700 Ko au plus). Découpez-le, ou demandez au support."
+    ),
     "refused.invalid_email": "Ce n'est pas une adresse e-mail.",
     "refused.email_taken": "Un compte existe déjà avec cette adresse e-mail.",
     "refused.password_too_short": "Le mot de passe doit compter au moins 10 caractères.",

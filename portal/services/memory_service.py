@@ -173,6 +173,9 @@ class MemoryService:
     def import_parsed(self, place: Place, parsed: Parsed, **settings: Any) -> Imported:
         return self.portability.import_parsed(place, parsed, **settings)
 
+    def undo_import(self, place: Place, batch: str, audit: AuditNote | None = None) -> int:
+        return self.portability.undo_import(place, batch, audit)
+
     def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
         return self.privacy.export(place, audit)
 

@@ -35,6 +35,9 @@ class Imported:
     duplicates: int
     refused: dict[str, int] = field(default_factory=dict)
     new: int = 0
+    batch: str = ""  # the import's own id: every memory it added carries Source("import", batch)
+    texts_new: list[str] = field(default_factory=list)  # a dry run's preview, for the person's own eyes
+    texts_held: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {"added": len(self.added), "duplicates": self.duplicates, "refused": sum(self.refused.values())}
@@ -58,26 +61,30 @@ class Portability:
                 refused[exc.code] += 1
         added: list[str] = []
         duplicates = 0
+        held_texts: list[str] = []
         with ctx.store.write(place) as tx:
             held = {m.words_key for m in tx.list(Filters(state=None))}
             fresh: list[tuple[Item, Draft]] = []
             for item, checked_draft in checked:
                 if checked_draft.words_key in held:
                     duplicates += 1
+                    held_texts.append(checked_draft.text)
                     continue
                 held.add(checked_draft.words_key)
                 fresh.append((item, checked_draft))
             if dry_run:
-                return Imported(parsed.format, [], duplicates, dict(refused), new=len(fresh))
+                return Imported(parsed.format, [], duplicates, dict(refused), new=len(fresh),
+                                texts_new=[d.text for _, d in fresh], texts_held=held_texts)
             vectors = ctx.embed_many(place, [d.text for _, d in fresh], "document")
             now = ctx.clock()
-            source = Source("import", parsed.format)
+            batch = ctx.id_factory()
+            source = Source("import", batch)
             for (item, d), vector in zip(fresh, vectors, strict=True):
                 created = item.created_at or now
                 memory = Memory(
                     id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=item.revision,
                     text=d.text, kind=d.kind, importance=d.importance, created_at=created,
-                    updated_at=item.updated_at or created, origin=item.origin, sources=item.sources or (source,),
+                    updated_at=item.updated_at or created, origin=item.origin, sources=(*item.sources, source),
                     channel=item.channel, seen=item.seen, pinned=item.pinned, state=item.state,
                     last_used_at=item.last_used_at, embedding=vector, words_key=d.words_key,
                     last_op="create" if item.revision == 1 else "update",
@@ -91,8 +98,25 @@ class Portability:
                         earlier.importance, earlier.origin, earlier.sources, earlier.written_at or created,
                         op="create" if earlier.revision == 1 else "update"))
                 added.append(memory.id)
-            result = Imported(parsed.format, added, duplicates, dict(refused), new=len(added))
+            result = Imported(parsed.format, added, duplicates, dict(refused), new=len(added), batch=batch)
             if audit is not None:
                 tx.record(audit.entry(place.owner_id, place.scope, result.counts(), at=now))
             tx.commit()
         return result
+
+    def undo_import(self, place: Place, batch: str, audit: AuditNote | None = None) -> int:
+        """Take back one import: forget every memory it added (its revisions too, tombstoned as
+        any forget), in one transaction with its audit entry. Answers how many were forgotten."""
+        ctx, place = self.ctx, as_place(place)
+        if not isinstance(batch, str) or not batch:
+            return 0
+        with ctx.store.write(place) as tx:
+            ids = [m.id for m in tx.list(Filters(state=None))
+                   if any(s.kind == "import" and s.ref == batch for s in m.sources)]
+            if ids:
+                tx.remove(ids)
+                tx.tombstone(ids, ctx.clock())
+            if audit is not None:
+                tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(ids)}, at=ctx.clock()))
+            tx.commit()
+        return len(ids)

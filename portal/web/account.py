@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
@@ -12,8 +14,11 @@ from flask_login import current_user, login_required
 
 from portal.domain import export
 from portal.domain.audit import AuditNote
+from portal.domain.errors import Refused
+from portal.domain.imports import parse
 from portal.domain.people import LANGUAGES
 from portal.web.confirm import Ask, asks_first
+from portal.web.errors import refusal_text
 from portal.web.memories import context, service
 from portal.web.render import is_htmx, runtime
 from portal.web.spreadsheet import csv_download
@@ -101,3 +106,63 @@ def ask_deletion() -> ResponseReturnValue:
     if is_htmx():  # asked through hx-confirm: htmx loads the page that shows the flash
         return Response(status=204, headers={"HX-Redirect": url_for("memories.index")})
     return redirect(url_for("memories.index"), 303)
+
+
+# The portal's import carries the file from the preview to the confirmation in the form itself
+# (base64, a third larger), under the app's 1 MB request limit.
+PORTAL_IMPORT_MAX = 700 * 1024
+
+
+@bp.route("/import", methods=["GET", "POST"])
+@login_required
+def import_memories() -> ResponseReturnValue:
+    """Import a file: our export, mem0's JSON or one memory per line. The first POST previews what
+    would be added (and what is already kept); the confirmed one adds it, with one Undo."""
+    if request.method == "GET":
+        return render_template("account/import.html", preview=None, error=None, **context())
+    sealed = request.form.get("content")
+    raw = _unbase64(sealed) if sealed is not None else _uploaded()
+    try:
+        if raw is None:
+            raise Refused("import_unreadable")
+        if len(raw) > PORTAL_IMPORT_MAX:
+            raise Refused("import_too_large_here")
+        parsed = parse(raw)
+        confirmed = sealed is not None and request.form.get("confirmed") == "1"
+        done = service().import_parsed(current_user.place, parsed, dry_run=not confirmed, person_name=current_user.name,
+                                       audit=audit("person.imported") if confirmed else None)
+    except Refused as exc:
+        return render_template("account/import.html", preview=None, error=refusal_text(exc.code), **context()), 422
+    if not confirmed:
+        refused = {refusal_text(code): n for code, n in sorted(done.refused.items())}
+        return render_template("account/import.html", preview=done, refused=refused, error=None,
+                               content=base64.b64encode(raw).decode(), **context())
+    flash(ngettext("%(num)d memory imported.", "%(num)d memories imported.", done.new), f"import:{done.batch}")
+    return redirect(url_for("memories.index"), 303)
+
+
+@bp.post("/import/<batch>/undo")
+@login_required
+def undo_import(batch: str) -> ResponseReturnValue:
+    """Take back one import, whole."""
+    taken = service().undo_import(current_user.place, batch, audit=audit("person.import_undone"))
+    flash(ngettext("%(num)d imported memory taken back.", "%(num)d imported memories taken back.", taken))
+    return redirect(url_for("memories.index"), 303)
+
+
+def _uploaded() -> bytes:
+    """The uploaded file's first bytes (one more than may be imported); its spool file closed."""
+    upload = request.files.get("file")
+    if upload is None:
+        return b""
+    try:
+        return upload.read(PORTAL_IMPORT_MAX + 1)
+    finally:
+        upload.close()
+
+
+def _unbase64(value: str) -> bytes | None:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (ValueError, binascii.Error):
+        return None

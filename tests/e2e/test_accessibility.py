@@ -1,7 +1,8 @@
 """Every page state a person meets, checked with axe-core in Chromium (issue 17): none may have a
 violation. The states: signed out, the list (with the New banner), a search that finds nothing,
 editing in place, a toast, paused, the history, erase everything, a confirmation page, not found,
-the AI switched off, French, and a phone."""
+importing (the form, the preview, the toast with its Undo, which is used), the AI switched off,
+French, and a phone."""
 
 from __future__ import annotations
 
@@ -47,6 +48,19 @@ def test_no_page_state_of_a_person_has_an_accessibility_violation(
     found += violations(page, "confirm forgetting")
     page.goto(f"{live_server.url}/memories/nope/history")
     found += violations(page, "not found")
+    page.goto(f"{live_server.url}/account/import")
+    found += violations(page, "import")
+    page.get_by_label("File").set_input_files(
+        {"name": "memories.txt", "mimeType": "text/plain", "buffer": f"- Keeps bees\n- {CAT}\n".encode()})
+    page.get_by_role("button", name="Preview").click()
+    expect(page.get_by_test_id("import-summary")).to_contain_text("1 memory will be added.")
+    found += violations(page, "import preview")
+    page.get_by_role("button", name="Add 1 memory").click()
+    expect(page.get_by_test_id("toast")).to_contain_text("1 memory imported.")
+    found += violations(page, "imported, with Undo")
+    page.get_by_test_id("toast").get_by_role("button", name="Undo").click()
+    expect(page.get_by_test_id("toast")).to_contain_text("1 imported memory taken back.")
+    expect(page.get_by_text("Keeps bees")).to_have_count(0)
 
     for who, state in ((person_ai_off, "AI switched off"), (french_person, "in French")):
         other = new_context(bypass_csp=True).new_page()

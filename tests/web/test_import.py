@@ -1,0 +1,94 @@
+"""The portal's Import (issue 18, portability): a file is previewed (what will be added, what is
+kept already, what is refused and why) before anything is kept, added on confirmation in one
+audited transaction, and taken back whole with one Undo."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from flask.testing import FlaskClient
+from werkzeug.test import EnvironBuilder, TestResponse
+
+from .conftest import World, page_text, row_ids
+
+
+def upload(client: FlaskClient, content: bytes, name: str = "memories.txt") -> TestResponse:
+    # The request is built here and closed after: a large body is spooled to a temporary file.
+    builder = EnvironBuilder(path="/account/import", method="POST", data={"file": (io.BytesIO(content), name)},
+                             content_type="multipart/form-data")
+    environ = builder.get_environ()
+    try:
+        return client.open(environ)
+    finally:
+        environ["wsgi.input"].close()
+        builder.close()
+
+
+def test_preview_then_add_then_undo_the_whole_import(world: World) -> None:
+    world.remember(world.ada, "I play the cello")
+    client = world.client(world.ada)
+    assert "Import memories" in page_text(client.get("/memories"))
+    form = client.get("/account/import")
+    assert form.status_code == 200 and 'enctype="multipart/form-data"' in form.get_data(as_text=True)
+
+    lines = "- I play the cello\n- I am vegetarian\n- I work night shifts\n- I met Chloé for lunch\n"
+    preview = upload(client, lines.encode())
+    assert preview.status_code == 200
+    text = page_text(preview)
+    assert "2 memories will be added." in text and "1 is kept already" in text
+    assert "I am vegetarian" in text and "This is about someone else" in text  # Chloé is another account's name
+    assert len(world.texts(world.ada)) == 1  # a preview keeps nothing
+    content = re.search(r'name="content" value="([^"]+)"', preview.get_data(as_text=True))
+    assert content
+
+    added = client.post("/account/import", data={"content": content.group(1), "confirmed": "1"})
+    assert added.status_code == 303
+    page = client.get("/memories")
+    assert "2 memories imported." in page_text(page)
+    assert sorted(world.texts(world.ada)) == ["I am vegetarian", "I play the cello", "I work night shifts"]
+    undo = re.search(r'action="(/account/import/[0-9a-f]+/undo)"', page.get_data(as_text=True))
+    assert undo
+    again = client.post("/account/import", data={"content": content.group(1), "confirmed": "1"})
+    assert again.status_code == 303 and "0 memories imported." in page_text(client.get("/memories"))  # idempotent
+
+    assert client.post(undo.group(1)).status_code == 303
+    assert "2 imported memories taken back." in page_text(client.get("/memories"))
+    assert world.texts(world.ada) == ["I play the cello"]
+    actions = [e.action for e in world.runtime.records.audit.query(None, subject=world.ada.owner_id)]
+    assert {"person.imported", "person.import_undone"} <= set(actions)
+
+
+def test_our_own_export_comes_back_through_the_portal(world: World) -> None:
+    memory = world.remember(world.ada, "I live in Leeds", kind="fact")
+    world.runtime.service.pin(world.ada.place, memory.id)
+    client = world.client(world.ada)
+    exported = client.get("/account/export.json").get_data()
+    world.runtime.service.forget_all(world.ada.place)
+    preview = upload(client, exported, "my-memories.json")
+    content = re.search(r'name="content" value="([^"]+)"', preview.get_data(as_text=True))
+    assert content and "1 memory will be added." in page_text(preview)
+    client.post("/account/import", data={"content": content.group(1), "confirmed": "1"})
+    [back] = world.runtime.service.list(world.ada.place).items
+    assert (back.text, back.kind, back.pinned) == ("I live in Leeds", "fact", True)
+
+
+def test_a_file_that_cannot_be_imported_says_why_and_keeps_nothing(world: World) -> None:
+    client = world.client(world.ada)
+    for content, reason in ((b'{"nothing": 1}', "cannot be read"), (b"\n\n", "holds no memory"),
+                            (b"x\n" * 400_000, "too large to import here")):
+        answer = upload(client, content)
+        assert answer.status_code == 422 and reason in page_text(answer), reason
+    assert client.post("/account/import", data={"content": "not base64!", "confirmed": "1"}).status_code == 422
+    assert client.post("/account/import", data={}).status_code == 422
+    assert world.texts(world.ada) == []
+    # someone else's import cannot be undone from here: nothing of theirs is touched
+    bob = world.client(world.bob)
+    bob_preview = upload(bob, b"J'aime les prunes\n")
+    bob.post("/account/import", data={"content": re.search(r'name="content" value="([^"]+)"',
+                                                            bob_preview.get_data(as_text=True)).group(1),  # type: ignore[union-attr]
+                                      "confirmed": "1"})
+    batch = next(s.ref for m in world.runtime.service.list(world.bob.place).items for s in m.sources if s.kind == "import")
+    assert client.post(f"/account/import/{batch}/undo").status_code == 303
+    assert world.texts(world.bob) == ["J'aime les prunes"]
+    assert row_ids(client.get("/memories")) == []
