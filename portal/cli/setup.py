@@ -17,7 +17,7 @@ from portal.cli.common import Refusal, current_runtime, tenant_ref_id, upgrade_s
 from portal.domain.errors import Refused
 from portal.domain.people import AccountError, TenantExists, User
 from portal.domain.types import Place, Source
-from portal.services.administration import remove_account
+from portal.services.administration import disable_account, remove_staff_account, set_account_password
 
 DEMO_TENANT = "Demo"
 DEMO_OWNER = "demo-ada"
@@ -172,11 +172,6 @@ def answer(as_json: bool, data: dict[str, Any], text: str) -> None:
     click.echo(json.dumps({"ok": True, **data}) if as_json else text)
 
 
-def family_of(account: User) -> str:
-    """The audit family of a change to this account: `staff` for staff and admins, else `account`."""
-    return "staff" if account.role in ("staff", "admin") else "account"
-
-
 def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
     wanted = email.strip().lower()
     found = [u for u in runtime.accounts.find(wanted) if u.email == wanted]
@@ -239,12 +234,8 @@ def user_set_password(email: str, password_stdin: bool, as_json: bool) -> None:
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
     password = sys.stdin.readline().rstrip("\r\n")
-    with runtime.records.unit() as uow:
-        try:
-            uow.accounts.set_password(found.id, password)
-        except AccountError as exc:
-            raise Refusal(exc.code, as_json) from None
-        uow.audit.record(None, "operator", f"{family_of(found)}.password_set", found.owner_id, found.tenant_id)
+    with runtime.records.unit() as uow:  # a refusal: a sentence, or its code with --json (refusals_as_errors)
+        set_account_password(uow, found, password, None, "operator")
         uow.commit()
     answer(as_json, {"id": found.id}, f"password changed for {found.email}; its sessions have ended")
 
@@ -256,11 +247,8 @@ def user_disable(email: str, as_json: bool) -> None:
     """No password opens the account any more and its sessions end (set-password enables it)."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
-    if found.role not in ("staff", "admin"):
-        raise Refusal("not_staff", as_json)  # a person signs out by themselves; their data goes by erasure
-    with runtime.records.unit() as uow:
-        uow.accounts.disable(found.id)
-        uow.audit.record(None, "operator", "staff.disabled", found.owner_id, found.tenant_id)
+    with runtime.records.unit() as uow:  # a person's account is refused, as in the console
+        disable_account(uow, found, None, "operator")
         uow.commit()
     answer(as_json, {"id": found.id}, f"{found.email} is disabled and signed out everywhere")
 
@@ -273,11 +261,8 @@ def user_remove(email: str, as_json: bool) -> None:
     erasure request in the console."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
-    if found.role not in ("staff", "admin"):
-        raise Refusal("not_staff", as_json)
-    with runtime.records.unit() as uow:
-        counts = remove_account(uow, found)  # and what its own place holds, as the console does
-        uow.audit.record(None, "operator", "staff.removed", found.owner_id, found.tenant_id, counts=counts)
+    with runtime.records.unit() as uow:  # and what its own place holds, as the console does
+        remove_staff_account(uow, found, None, "operator")
         uow.commit()
     answer(as_json, {"id": found.id}, f"{found.email} was removed")
 

@@ -90,7 +90,7 @@ def parse(raw: bytes) -> Parsed:
 
 
 def _lines(text: str) -> list[str]:
-    return [BULLET.sub("", line).strip() for line in text.splitlines() if BULLET.sub("", line).strip()]
+    return [kept for line in text.splitlines() if (kept := BULLET.sub("", line).strip())]
 
 
 def _json(data: Any) -> Parsed:

@@ -112,8 +112,7 @@ class Administration:
         found = accounts.get(user_id) if isinstance(user_id, str) else None
         if found is None:
             raise NotFound()
-        if found.role not in ("staff", "admin"):
-            raise Refused("not_staff")
+        staff_only(found)
         if found.id == actor.id:
             raise Refused("own_account")
         return found
@@ -122,21 +121,15 @@ class Administration:
         """No password opens the account any more and its sessions end; a new password enables it."""
         self._admin(actor)
         with self.records.unit() as uow:
-            account = self._staff_account(uow.accounts, actor, user_id)
-            uow.accounts.disable(account.id)
-            uow.audit.record(actor.id, actor.role, "staff.disabled", account.owner_id, account.tenant_id)
+            disable_account(uow, self._staff_account(uow.accounts, actor, user_id), actor.id, actor.role)
             uow.commit()
 
     def reset_password(self, actor: User, user_id: str, password: str) -> None:
         """A new password for a staff account (enabling it again if it was disabled)."""
         self._admin(actor)
         with self.records.unit() as uow:
-            account = self._staff_account(uow.accounts, actor, user_id)
-            try:
-                uow.accounts.set_password(account.id, password)
-            except AccountError as exc:
-                raise Refused(exc.code) from None
-            uow.audit.record(actor.id, actor.role, "staff.password_set", account.owner_id, account.tenant_id)
+            set_account_password(uow, self._staff_account(uow.accounts, actor, user_id), password, actor.id,
+                                 actor.role)
             uow.commit()
 
     def remove_staff(self, actor: User, user_id: str) -> dict[str, int]:
@@ -145,15 +138,42 @@ class Administration:
         of work; the audit log keeps its id and the counts."""
         self._admin(actor)
         with self.records.unit() as uow:
-            account = self._staff_account(uow.accounts, actor, user_id)
-            counts = remove_account(uow, account)
-            uow.audit.record(actor.id, actor.role, "staff.removed", account.owner_id, account.tenant_id, counts=counts)
+            counts = remove_staff_account(uow, self._staff_account(uow.accounts, actor, user_id), actor.id, actor.role)
             uow.commit()
         return counts
 
 
-def remove_account(uow: UnitOfWork, account: User) -> dict[str, int]:
-    """Delete an account and erase its own place, in the caller's unit of work: the counts."""
+# The changes to an account, each with its audit entry, in the caller's unit of work: the admin
+# console above and the operator's command line (`memory-portal user ...`) make them alike.
+
+
+def staff_only(account: User) -> User:
+    """A person's account is never disabled or removed by itself: it goes with their data, by
+    erasure (Refused `not_staff`)."""
+    if account.role not in ("staff", "admin"):
+        raise Refused("not_staff")
+    return account
+
+
+def disable_account(uow: UnitOfWork, account: User, actor_id: str | None, actor_role: str) -> None:
+    uow.accounts.disable(staff_only(account).id)
+    uow.audit.record(actor_id, actor_role, "staff.disabled", account.owner_id, account.tenant_id)
+
+
+def set_account_password(uow: UnitOfWork, account: User, password: str, actor_id: str | None, actor_role: str) -> None:
+    """A new password (enabling the account again if it was disabled); every session ends."""
+    try:
+        uow.accounts.set_password(account.id, password)
+    except AccountError as exc:
+        raise Refused(exc.code) from None
+    family = "staff" if account.role in ("staff", "admin") else "account"
+    uow.audit.record(actor_id, actor_role, f"{family}.password_set", account.owner_id, account.tenant_id)
+
+
+def remove_staff_account(uow: UnitOfWork, account: User, actor_id: str | None, actor_role: str) -> dict[str, int]:
+    """Delete a staff account and erase its own place: the counts, in its audit entry too."""
+    staff_only(account)
     counts = uow.purge_owner(account.owner_id, [account.tenant_id]).to_json()
     counts["accounts"] = int(uow.accounts.delete(account.id))
+    uow.audit.record(actor_id, actor_role, "staff.removed", account.owner_id, account.tenant_id, counts=counts)
     return counts

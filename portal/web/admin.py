@@ -90,7 +90,7 @@ def staff_asking(question: str, label: str) -> Callable[..., Ask]:
 @admin_only
 @refusals(back_to_index)
 @asks_first(lambda user_id: staff_asking(_("Disable this account? It cannot sign in until it gets a new password."),
-                                         _("Disable"))(user_id))
+                                         _("Disable"))(user_id))  # translated per request, not at import
 def disable_staff(user_id: str) -> ResponseReturnValue:
     administration().disable_staff(current_user, user_id)
     flash(_("The account is disabled and signed out everywhere."))
