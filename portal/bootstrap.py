@@ -7,6 +7,7 @@ The embedding model itself loads on first use, not here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy.engine import Engine
 
@@ -114,6 +115,7 @@ def build_runtime(
             rules=rules, max_active=config.max_active, trim_above=config.trim_above,
             trusted_tools=config.trusted_tools, prompts=prompts, lease_seconds=float(config.lease_seconds),
             relevance_floor=config.relevance_floor,
+            app_uses_retention=timedelta(days=config.app_uses_days) if config.app_uses_days else None,
         ),
         llm=chosen_llm,
         mask=config.mask,

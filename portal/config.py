@@ -50,6 +50,8 @@ class Config:
     embedding_timeout: float = 10.0
     recall_cache_mb: int = 256
     relevance_floor: float = 0.2
+    # How long the connected apps' uses are kept (`prune` deletes older ones); 0 keeps them.
+    app_uses_days: int = 180
     recall_cache_idle: int = 300
     # Which scopes the erasure of an account reaches: its tenant's ("tenant"), or every scope
     # ("all") for a host whose owner ids are unique across its tenants (DESIGN §2).
@@ -147,6 +149,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         recall_cache_mb=_int(environ, "MEMORY_RECALL_CACHE_MB", 256, minimum=0),
         relevance_floor=_float(environ, "MEMORY_RELEVANCE_FLOOR", 0.2, low=-1.0, high=1.0),
         recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
+        app_uses_days=_int(environ, "MEMORY_APP_USES_DAYS", 180, minimum=0),
         erasure_scope=erasure_scope,
         ratelimit_storage_uri=environ.get("RATELIMIT_STORAGE_URI", "").strip(),
         lease_seconds=_int(environ, "MEMORY_LEASE_SECONDS", 60, minimum=1),

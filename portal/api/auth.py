@@ -7,6 +7,8 @@ from typing import Any
 from flask import current_app, g, request
 
 from portal.api.problems import ApiProblem
+from portal.domain.apps import app_of
+from portal.services.memory_service import MemoryService
 
 
 def authenticate(permission: str | None) -> Any:
@@ -19,6 +21,21 @@ def authenticate(permission: str | None) -> Any:
     if key is None:
         raise ApiProblem(401, "unauthorized", "unknown or revoked key")
     g.api_key_id = key.id
+    g.api_key = key
     if permission and permission not in key.permissions:
         raise ApiProblem(403, "forbidden", f"this key lacks {permission}")
     return key
+
+
+def service() -> MemoryService:
+    """The service as the calling key's app sees it (`MemoryService.for_app`): what the person
+    decided about that app holds — on every endpoint, and on an idempotent replay — and every use
+    it makes is recorded; one view per request."""
+    svc: MemoryService = current_app.extensions["memory_runtime"].service
+    key = g.get("api_key")
+    if key is None:
+        return svc
+    view: MemoryService | None = g.get("app_service")
+    if view is None:
+        view = g.app_service = svc.for_app(app_of(key))
+    return view

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from flask import current_app, request
+from flask import request
 
+from portal.api.auth import service
 from portal.api.problems import ApiProblem
 from portal.api.registry import Api, Call, Reply
 from portal.api.schemas import (
@@ -21,15 +22,9 @@ from portal.api.schemas import (
     UpdateIn,
 )
 from portal.domain.types import Source
-from portal.services.memory_service import MemoryService
 
 MEMORY = "/people/<owner_id>/memories/<memory_id>"
 IF_MATCH = re.compile(r'^\s*(?:W/)?"?(\d{1,9})"?\s*$')
-
-
-def service() -> MemoryService:
-    svc: MemoryService = current_app.extensions["memory_runtime"].service
-    return svc
 
 
 def register(api: Api) -> None:

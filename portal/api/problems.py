@@ -55,9 +55,15 @@ SERVICE_ANSWERS: dict[type[MemoryServiceError], tuple[int, str | None]] = {
 }
 
 
+# Refusals answered with a status of their own: the person blocked the calling app.
+REFUSAL_STATUS = {"app_blocked": (403, "the person has blocked this app"), "forbidden": (403, None)}
+
+
 def service_problem(exc: MemoryServiceError) -> tuple[int, Problem]:
     """The one answer to each error of the services' family: its status and a problem with its code."""
     status, detail = next((answer for kind, answer in SERVICE_ANSWERS.items() if isinstance(exc, kind)), (500, None))
+    if isinstance(exc, Refused) and exc.code in REFUSAL_STATUS:
+        status, detail = REFUSAL_STATUS[exc.code]
     return status, Problem(title=TITLES.get(status, "Error"), status=status, code=exc.code, detail=detail,
                            actual_revision=exc.actual_revision if isinstance(exc, Conflict) else None)
 

@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, request
 from pydantic import BaseModel, ValidationError
 
-from portal.api.auth import authenticate
+from portal.api.auth import authenticate, service
 from portal.api.openapi import JSON, openapi_document
 from portal.api.problems import ApiProblem, problem, service_problem
 from portal.api.schemas import Problem
@@ -131,7 +131,8 @@ class Api:
                 replies.append(Reply(*service_problem(exc)))
             return self._answer(replies[0])
 
-        answer, replayed = once(runtime.store, place, idem_key, digest, run, runtime.service.clock,
+        # Through the app's view of the store: a person who blocked the app is not answered a replay.
+        answer, replayed = once(service().store, place, idem_key, digest, run, runtime.service.clock,
                                 lease=runtime.service.options.lease_seconds)
         response = self._response(answer.status, answer.body)
         if replayed:

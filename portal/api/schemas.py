@@ -221,6 +221,8 @@ class ExportOut(BaseModel):
     exported_at: datetime
     settings: SettingsOut
     memories: list[dict[str, Any]]
+    app_controls: dict[str, str] = Field(default_factory=dict)  # what the person decided about each app
+    app_uses: list[dict[str, Any]] = Field(default_factory=list)  # each app's uses, content-free
 
 
 class PurgeOut(BaseModel):
@@ -230,6 +232,8 @@ class PurgeOut(BaseModel):
     refs: int
     receipts: int
     tombstones: int
+    app_uses: int = 0
+    app_controls: int = 0
 
 
 class ToolCallIn(Strict):

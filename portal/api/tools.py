@@ -6,6 +6,7 @@ from portal.api.memories import service
 from portal.api.problems import ApiProblem
 from portal.api.registry import Api, Call, Reply, parse_json
 from portal.api.schemas import ToolCallIn, ToolOut, ToolResultOut
+from portal.domain.errors import Refused
 from portal.services.tool_schemas import tool_schemas
 from portal.services.tools import run_tool
 
@@ -36,4 +37,6 @@ def register(api: Api) -> None:
                 raise
         result = run_tool(service(), call.place, name, arguments, role=b.role, explicit=b.explicit,
                           language=b.language, person_name=b.person_name)
+        if result.get("reason") == "app_blocked":  # the backend is told as every other endpoint tells it
+            raise Refused("app_blocked")
         return Reply(200, ToolResultOut.model_validate(result))

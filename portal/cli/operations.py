@@ -19,6 +19,7 @@ from portal.adapters.sql.rotation import RotationError, rows_to_visit
 from portal.adapters.sql.rotation import rotate_keys as rotate
 from portal.cli.common import current_runtime, tenant_ref_id
 from portal.config import ConfigError, load_config
+from portal.domain.apps import apps_of
 from portal.domain.audit import AuditNote
 from portal.domain.export import document
 from portal.domain.imports import MAX_BYTES, parse
@@ -99,8 +100,9 @@ def export(owner_id: str, tenant_ref: str | None) -> None:
     """Print everything kept about OWNER_ID in one tenant, as the export document (JSON; the
     format `import` reads back, docs/operations.md "Export format")."""
     runtime = current_runtime()
-    data = runtime.service.export(Place(owner_id, tenant_ref_id(runtime, tenant_ref)))
-    click.echo(json.dumps(document(data, None), ensure_ascii=False, indent=2))
+    tenant_id = tenant_ref_id(runtime, tenant_ref)
+    data = runtime.service.export(Place(owner_id, tenant_id))
+    click.echo(json.dumps(document(data, None, apps_of(runtime.api_keys.list(tenant_id))), ensure_ascii=False, indent=2))
 
 
 @click.command("import")
@@ -130,20 +132,27 @@ def import_file(file: BinaryIO, owner_id: str, tenant_ref: str, dry_run: bool, a
               help="Delete completed idempotency receipts older than this (e.g. 30d).")
 @click.option("--archived-older-than", "archived", type=Duration(), default=None,
               help="Erase archived memories neither written nor used for this long (e.g. 180d).")
-def prune(history: timedelta | None, receipts: timedelta | None, archived: timedelta | None) -> None:
+@click.option("--app-uses-older-than", "app_uses", type=Duration(), default=None,
+              help="Delete connected apps' uses last counted longer ago than this (default: "
+                   "MEMORY_APP_USES_DAYS, 180 days; 0 keeps them).")
+def prune(history: timedelta | None, receipts: timedelta | None, archived: timedelta | None,
+          app_uses: timedelta | None) -> None:
     """Apply retention periods in every tenant; prints what was deleted, as JSON.
 
     A memory's current text is never touched; the last change of a recently changed memory can
     still be undone. Safe to run from cron (e.g. daily) and to run again.
     """
 
-    if history is None and receipts is None and archived is None:
-        raise click.UsageError(
-            "nothing to prune: give --history-older-than, --receipts-older-than and/or --archived-older-than"
-        )
     runtime = current_runtime()
+    if app_uses is None:
+        app_uses = runtime.service.options.app_uses_retention
+    if history is None and receipts is None and archived is None and app_uses is None:
+        raise click.UsageError(
+            "nothing to prune: give --history-older-than, --receipts-older-than, --archived-older-than and/or "
+            "--app-uses-older-than"
+        )
     with tqdm(unit="row", file=sys.stderr, disable=None) as bar:
-        counts = runtime.service.prune(history, receipts, archived, progress=bar.update)
+        counts = runtime.service.prune(history, receipts, archived, progress=bar.update, app_uses_older_than=app_uses)
     runtime.store.settle(60)  # the cleaning up after what it erased, before the process ends
     click.echo(json.dumps(counts.to_json()))
 

@@ -20,8 +20,9 @@ which it then answers in process.
 The suite is a package of topic modules: `base` (the options, builders and checks), `places`
 (places and isolation, transactions), `listing`, `searching` (words and vectors), `ranking`
 (equal scores fall by id, through recall too), `writing`
-(saves, revisions, tombstones), `receipts` (settings, refs, receipts) and `retention` (purging and
-pruning). Each holds one mixin; `StoreContract` composes them. The mixins' names do not start with
+(saves, revisions, tombstones), `receipts` (settings, refs, receipts), `retention` (purging and
+pruning) and `apps` (connected apps: controls, uses, and `AppStore`'s checks). Each holds one
+mixin; `StoreContract` composes them. The mixins' names do not start with
 `Test`, so pytest collects their tests only through a `Test*` subclass of `StoreContract`.
 
 `RecordsContract` (`records`) is the same for the records around the memories (accounts,
@@ -38,6 +39,7 @@ try:
 except ImportError as exc:  # pragma: no cover - only without the test extras
     raise ImportError("portal.contract is a pytest suite: install pytest to use it") from exc
 
+from portal.contract.apps import AppsContract
 from portal.contract.listing import ListingContract
 from portal.contract.places import PlacesContract
 from portal.contract.ranking import RankingContract
@@ -52,6 +54,6 @@ __all__ = ["RecordsContract", "StoreContract"]
 
 class StoreContract(
     PlacesContract, ListingContract, SearchingContract, RankingContract, WritingContract, ReceiptsContract,
-    RetentionContract,
+    RetentionContract, AppsContract,
 ):
     """Subclass with a `store` fixture; every `test_*` here then runs against that store."""

@@ -5,7 +5,11 @@ format").
     {"format": "memory-portal/export", "version": 1, "exported_at": "...",
      "account": {"email", "name", "language", "created_at"} or null,
      "owner_id", "scope", "settings": {"paused"},
-     "memories": [memory JSON with "revisions": [the earlier wordings, newest first]]}
+     "memories": [memory JSON with "revisions": [the earlier wordings, newest first]],
+     "apps": [{"app_id", "name", "control", "uses": [{"memory_id", "action", "day", "count", "last_at"}]}]}
+
+`apps` are the recipients (art. 15(1)(c)): each connected app that used the memory, what the person
+decided about it, and its uses, content-free. An import ignores them.
 
 The CSV is a view of the same document: one row per wording (the current one, then each earlier
 revision), booleans as `true`/`false`, sources as `kind:ref` joined by `; `.
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from portal.domain.apps import App
 from portal.domain.people import User
 
 FORMAT = "memory-portal/export"
@@ -27,15 +32,26 @@ CSV_HEADER = (
 )
 
 
-def document(data: Mapping[str, Any], person: User | None) -> dict[str, Any]:
-    """The export document around what the service read (`MemoryService.export`)."""
+def document(data: Mapping[str, Any], person: User | None, apps: Mapping[str, App] | None = None) -> dict[str, Any]:
+    """The export document around what the service read (`MemoryService.export`); `apps` names
+    the tenant's apps by id."""
     account = None if person is None else {
         "email": person.email, "name": person.name, "language": person.language,
         "created_at": person.created_at.isoformat(),
     }
     return {"format": FORMAT, "version": VERSION, "exported_at": data["exported_at"], "account": account,
             "owner_id": data["owner_id"], "scope": data["scope"], "settings": dict(data["settings"]),
-            "memories": list(data["memories"])}
+            "memories": list(data["memories"]), "apps": _apps(data, apps or {})}
+
+
+def _apps(data: Mapping[str, Any], names: Mapping[str, App]) -> list[dict[str, Any]]:
+    controls: Mapping[str, str] = data.get("app_controls", {})
+    uses: list[Mapping[str, Any]] = list(data.get("app_uses", ()))
+    ids = sorted({u["app_id"] for u in uses} | set(controls))
+    return [{"app_id": app_id, "name": names[app_id].name if app_id in names else None,
+             "control": controls.get(app_id),
+             "uses": [{k: v for k, v in u.items() if k != "app_id"} for u in uses if u["app_id"] == app_id]}
+            for app_id in ids]
 
 
 def csv_rows(doc: Mapping[str, Any]) -> Iterator[list[str]]:

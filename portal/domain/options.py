@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 from uuid import uuid4
 
@@ -61,6 +61,8 @@ class Options:
     # best, a short real question its memory at 0.24-0.53 ("cat" 0.53, "job" 0.28, "trip" 0.26).
     # Another model has another scale: MEMORY_RELEVANCE_FLOOR.
     relevance_floor: float = 0.2
+    # How long the connected apps' uses are kept: `prune` deletes those last counted before (None keeps them).
+    app_uses_retention: timedelta | None = timedelta(days=180)
     # How recall fuses its two rankings: "relative" scales each ranking's scores to [0, 1] and adds
     # them by weight; "rrf" adds weighted reciprocal ranks (k = 60). The weights (words a little
     # over meaning) were tuned on the LoCoMo dev set with all-MiniLM-L6-v2: docs/benchmarks.md.

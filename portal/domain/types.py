@@ -230,6 +230,8 @@ class PurgeCounts:
     refs: int = 0
     receipts: int = 0
     tombstones: int = 0
+    app_uses: int = 0
+    app_controls: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -239,7 +241,12 @@ class PurgeCounts:
             "refs": self.refs,
             "receipts": self.receipts,
             "tombstones": self.tombstones,
+            "app_uses": self.app_uses,
+            "app_controls": self.app_controls,
         }
+
+    def plus(self, other: PurgeCounts) -> PurgeCounts:
+        return PurgeCounts(**{name: getattr(self, name) + getattr(other, name) for name in self.to_json()})
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
 from portal.domain.queries import Cursor, Filters, NeedsVector, Settings
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
@@ -118,6 +119,21 @@ class StoreTx(Protocol):
     # the audit trail, in the same unit of work as the change it records
     def record(self, entry: AuditEntry) -> None: ...
 
+    # connected apps (portal.domain.apps): content-free, ids, actions, counts and times
+    def app_control(self, app_id: str) -> str | None:
+        """What the person decided about this app: `paused`, `blocked`, or None (free)."""
+        ...
+    def app_controls(self) -> dict[str, str]: ...
+    def set_app_control(self, app_id: str, state: str | None, at: datetime) -> bool:
+        """Pause or block an app (None: resume it); answers whether anything changed."""
+        ...
+    def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
+        """Count one use of each of these memories by the app, in the day's bucket of `at` (UTC)."""
+        ...
+    def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
+        """The place's uses (of one memory when given), most recent first."""
+        ...
+
 
 @runtime_checkable
 class Store(Protocol):
@@ -132,12 +148,20 @@ class Store(Protocol):
         """A consistent snapshot of the place; `snapshot=False` lets a store skip that guarantee
         (each read may see writes committed since the one before) where it costs round trips."""
         ...
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
+                  ) -> builtins.list[Memory]:
         """Mark the active ones of these memories used at `at` and answer them as they are now
         (in `ids` order, with the new use time); unknown, archived or other people's ids are
-        skipped. A transaction of its own, which may skip the place's write lock and the wait for
-        durability: a use time is a hint (for the cap and the portrait's order), and a write racing
-        it, or a crash losing it, costs nothing that matters."""
+        skipped. A transaction of its own, which may skip the wait for durability: a use time is a
+        hint (for the cap and the portrait's order), and a crash losing it costs nothing that
+        matters. With `app_id`, that app's `recalled` uses of the marked memories are counted in
+        the same transaction, under the place's write lock (an erasure leaves none behind)."""
+        ...
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
+        """Count one use by the app of each of these memories still in the place (any state), in a
+        transaction of its own under the place's write lock, so an erasure landing since they were
+        read leaves no use behind; it may skip the wait for durability, as `mark_used`. Answers
+        how many were counted."""
         ...
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         """Erase everything of this owner: in every scope, or only in `scopes` when given; `record`
@@ -165,6 +189,9 @@ class Store(Protocol):
     def prune_receipts(self, older_than: datetime) -> int:
         """Delete, in every place, completed idempotency receipts created before `older_than`; a
         pending one (its request may still be running) stays. Answers how many were deleted."""
+        ...
+    def prune_uses(self, older_than: datetime) -> int:
+        """Delete, in every place, the apps' uses last counted before `older_than`. Answers how many."""
         ...
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         """Up to `limit` archived memories, in every place, neither written nor used since

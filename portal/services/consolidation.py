@@ -83,12 +83,14 @@ class Consolidation:
         error; the ref is released so the next run retries, and what was kept merges as
         duplicates). A model's answer that stopped half way is `done` with reason `cut` when it
         held whole facts before the cut (they are kept), and `failed` with reason `cut` when it
-        held none.
+        held none. The one exception: Refused `app_blocked`, for an app (`MemoryService.for_app`)
+        the person blocked, checked before anything else.
         """
         try:
             place = as_place(place)
         except InvalidWhere:
             return ConsolidationResult("failed", reason="invalid_where")
+        self.ctx.admit(place)
         claimed = paused = False
         holder = new_id()  # this request's hold on the ref: a takeover or an erasure ends it
         try:
@@ -105,6 +107,9 @@ class Consolidation:
             with Renewing(lambda: self._renew(place, ref, holder), lease / 3, "ref"):
                 result = self._learn(place, shown, ref, role, person_name, language, holder)
         except Exception as exc:  # the promise is "never raises": classify, release, report
+            if isinstance(exc, Refused) and exc.code == "app_blocked":  # blocked since the check above
+                raise
+
             log.warning("consolidate.error place=%s error=%s", _pid(place), type(exc).__name__)
             result = ConsolidationResult("failed", reason="error")
         if claimed and not paused:

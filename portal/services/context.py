@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from portal.domain.apps import App
 from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options
 from portal.domain.text import mask_pii, no_mask
 from portal.domain.types import Embedding, Place
@@ -28,6 +29,7 @@ class Context:
     clock: Clock
     id_factory: Callable[[], str]
     llm: LLM | None
+    app: App | None = None  # the app this context acts for (MemoryService.for_app), None for the person and staff
 
     @staticmethod
     def mask_of(mask: Mask | str) -> Mask:
@@ -37,6 +39,13 @@ class Context:
         if mask in ("", "none") or not callable(mask):
             return no_mask
         return mask
+
+    def admit(self, place: Place) -> None:
+        """For an app's view (`MemoryService.for_app`): check the person's decision about the app
+        now, before any other work (Refused `app_blocked`); nothing for the person or staff."""
+        if self.app is not None:
+            with self.store.read(place, snapshot=False):
+                pass
 
     def embed(self, place: Place, text: str, purpose: str) -> Embedding | None:
         """A vector for `text`, or None when the AI is off, no embedder is set, or it fails."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+from portal.domain.apps import App, AppSummary, AppUse
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
 from portal.domain.imports import Parsed
@@ -22,6 +23,7 @@ from portal.domain.text import no_mask
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, PurgeCounts, Revision, Saved
 from portal.ports import Store
 
+from .apps import Apps, app_view
 from .consolidation import Consolidation, ConsolidationResult
 from .context import Context
 from .memories import Memories, Undone
@@ -44,14 +46,26 @@ class MemoryService:
         names_of: NamesOf = no_names, mask: Mask | str = no_mask, ai_enabled: AiSwitch = always_on,
         clock: Clock = utc_now, id_factory: Callable[[], str] = new_id, llm: LLM | None = None,
     ) -> None:
-        self.ctx = Context(store, embedder, options or Options(), names_of, Context.mask_of(mask), ai_enabled, clock,
-                           id_factory, llm)
+        self._compose(Context(store, embedder, options or Options(), names_of, Context.mask_of(mask), ai_enabled, clock,
+                              id_factory, llm))
+
+    def _compose(self, ctx: Context) -> None:
+        self.ctx = ctx
         self.memories = Memories(self.ctx)
         self.reading = Recall(self.ctx)
         self.privacy = Privacy(self.ctx)
         self.portability = Portability(self.ctx)
         self.consolidation = Consolidation(self.ctx, self.memories)
         self.retention = Retention(self.ctx)
+        self.apps = Apps(self.ctx)
+
+    def for_app(self, app: App) -> MemoryService:
+        """The service as one connected app sees it (`portal.services.apps`): refused `app_blocked`
+        for a person who blocked the app, `paused` for writes while they paused it, and every use
+        it makes recorded. Built per request; it shares this service's store, model and options."""
+        view = MemoryService.__new__(MemoryService)
+        view._compose(app_view(self.ctx, app))
+        return view
 
     # what the parts share (set here, seen by all)
     @property
@@ -185,6 +199,16 @@ class MemoryService:
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, audit: AuditNote | None = None) -> PurgeCounts:
         return self.privacy.purge_owner(owner_id, scopes, audit)
 
+    # connected apps: portal.services.apps
+    def connected_apps(self, place: Place, apps: dict[str, App]) -> builtins.list[AppSummary]:
+        return self.apps.connected(place, apps)
+
+    def app_uses_of(self, place: Place, memory_id: str) -> builtins.list[AppUse]:
+        return self.apps.uses_of(place, memory_id)
+
+    def set_app_control(self, place: Place, app_id: str, state: str | None, audit: AuditNote | None = None) -> bool:
+        return self.apps.set_control(place, app_id, state, audit)
+
     # learning and keeping: portal.services.consolidation, portal.services.retention
     def consolidate(self, place: Any, transcript: Any, ref: Any, **settings: Any) -> ConsolidationResult:
         return self.consolidation.consolidate(place, transcript, ref, **settings)
@@ -192,8 +216,10 @@ class MemoryService:
     def prune(
         self, history_older_than: timedelta | None = None, receipts_older_than: timedelta | None = None,
         archived_older_than: timedelta | None = None, progress: Callable[[int], None] | None = None, batch: int = 200,
+        app_uses_older_than: timedelta | None = None,
     ) -> PruneCounts:
-        return self.retention.prune(history_older_than, receipts_older_than, archived_older_than, progress, batch)
+        return self.retention.prune(history_older_than, receipts_older_than, archived_older_than, progress, batch,
+                                    app_uses_older_than)
 
 
 __all__ = ["MemoryService", "Undone"]

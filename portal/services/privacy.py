@@ -9,10 +9,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from portal.domain.apps import READ, use_json
 from portal.domain.audit import AuditNote
 from portal.domain.types import Place, PurgeCounts, as_place, iso
 from portal.ports import Filters, Settings
 
+from .apps import note_reads
 from .context import Context, pid
 
 log = logging.getLogger("portal.memory")
@@ -54,22 +56,31 @@ class Privacy:
                 data["revisions"] = [r.to_json() for r in tx.history(memory.id)]
                 items.append(data)
             settings = tx.settings()
+            uses, controls = tx.app_uses(), tx.app_controls()
+            if ctx.app is not None:  # an app is told of its own uses, not of the other apps'
+                uses = [u for u in uses if u.app_id == ctx.app.id]
+                controls = {k: v for k, v in controls.items() if k == ctx.app.id}
             if audit is not None:
                 tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(items)}, at=ctx.clock()))
                 tx.commit()
+        note_reads(ctx, place, READ, [item["id"] for item in items])
         return {"owner_id": place.owner_id, "scope": place.scope, "exported_at": iso(ctx.clock()),
-                "settings": {"paused": settings.paused}, "memories": items}
+                "settings": {"paused": settings.paused}, "memories": items,
+                "app_controls": controls, "app_uses": [use_json(u) for u in uses]}
 
     def forget_all(self, place: Place, audit: AuditNote | None = None) -> dict[str, int]:
         """The person's "erase everything" in one place: every memory and revision, and everything
         else the place keeps that names them (consolidation refs, idempotency receipts, tombstones).
-        A pause stays: it is the person's control, not their data."""
+        A pause stays, and so does a pause or block of each app: the person's controls, not their data."""
         ctx, place = self.ctx, as_place(place)
         with ctx.store.write(place) as tx:
             paused = tx.settings().paused
+            controls = tx.app_controls()
             erased = tx.purge()
             if paused:
                 tx.set_settings(Settings(paused=True))
+            for app_id, state in controls.items():  # what the person decided about each app stays too
+                tx.set_app_control(app_id, state, ctx.clock())
             counts = {"memories": erased.memories, "revisions": erased.revisions, "receipts": erased.receipts,
                       "refs": erased.refs}
             if audit is not None:

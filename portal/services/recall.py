@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
+from portal.domain.apps import READ
 from portal.domain.errors import InvalidArgument, NotFound
 from portal.domain.listing import active, decode_cursor, encode_cursor, ids_of, moment
 from portal.domain.portrait import FORMATS, render
@@ -19,6 +20,7 @@ from portal.domain.recall.meaning import Meaning
 from portal.domain.recall.ranking import fuse, fuse_scores
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, Revision, as_place
 
+from .apps import note_reads
 from .context import Context
 
 log = logging.getLogger("portal.memory")
@@ -31,12 +33,16 @@ class Recall:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def get(self, place: Place, memory_id: str) -> Memory:
-        """The memory with this id in this place (any state); NotFound for anyone else's."""
+    def get(self, place: Place, memory_id: str, use: bool = True) -> Memory:
+        """The memory with this id in this place (any state); NotFound for anyone else's. For an
+        app (`MemoryService.for_app`) it is a `read` use unless `use` is False (a look the service
+        takes itself before a change)."""
         with self.ctx.store.read(as_place(place)) as tx:
             memory = tx.get(memory_id)
         if memory is None:
             raise NotFound()
+        if use:
+            note_reads(self.ctx, as_place(place), READ, [memory.id])
         return memory
 
     def history(self, place: Place, memory_id: str) -> builtins.list[Revision]:
@@ -46,6 +52,7 @@ class Recall:
             if memory is None:
                 raise NotFound()
             earlier = tx.history(memory_id)
+        note_reads(self.ctx, as_place(place), READ, [memory.id])
         current = Revision(memory.id, memory.revision, memory.text, memory.kind, memory.importance, memory.origin,
                            memory.sources, memory.updated_at, memory.embedding, memory.last_op)
         return [current, *earlier]
@@ -70,6 +77,7 @@ class Recall:
             rows = tx.list(filters, limit + 1, decode_cursor(cursor) if cursor else None)
         more = len(rows) > limit
         rows = rows[:limit]
+        note_reads(self.ctx, as_place(place), READ, [m.id for m in rows])
         return Page(rows, encode_cursor(rows[-1]) if more else None)
 
     def count(self, place: Place) -> int:
@@ -203,4 +211,5 @@ class Recall:
                 break
             kept.append(memory)
             rendered = attempt
+        note_reads(ctx, place, READ, [m.id for m in kept])
         return Portrait(rendered, [m.id for m in kept])

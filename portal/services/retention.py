@@ -25,9 +25,11 @@ class PruneCounts:
     revisions: int = 0
     receipts: int = 0
     memories: int = 0
+    app_uses: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"revisions": self.revisions, "receipts": self.receipts, "memories": self.memories}
+        return {"revisions": self.revisions, "receipts": self.receipts, "memories": self.memories,
+                "app_uses": self.app_uses}
 
 
 class Retention:
@@ -41,6 +43,7 @@ class Retention:
         archived_older_than: timedelta | None = None,
         progress: Callable[[int], None] | None = None,
         batch: int = 200,
+        app_uses_older_than: timedelta | None = None,
     ) -> PruneCounts:
         """Apply the retention periods, in every place; a period left None leaves that data alone.
 
@@ -55,6 +58,7 @@ class Retention:
           `forget` erases: every revision and vector goes (a receipt's replay naming one is redacted),
           and a content-free tombstone keeps a replayed write from bringing them back.
           Each place changes under its own write lock; a memory made active again meanwhile stays.
+        - Apps' uses (the connected-apps log) last counted before `app_uses_older_than` are deleted.
         Periods must be positive. Safe to run again or to stop half way: each batch commits alone.
         `progress` is told how many rows each step deleted. Logs carry counts only.
         """
@@ -62,6 +66,7 @@ class Retention:
             ("history_older_than", history_older_than),
             ("receipts_older_than", receipts_older_than),
             ("archived_older_than", archived_older_than),
+            ("app_uses_older_than", app_uses_older_than),
         ):
             if period is not None and period <= timedelta(0):
                 raise ValueError(f"{name} must be a positive period")
@@ -78,8 +83,13 @@ class Retention:
             receipts = self.ctx.store.prune_receipts(now - receipts_older_than)
             if progress:
                 progress(receipts)
-        counts = PruneCounts(revisions=revisions, receipts=receipts, memories=memories)
-        log.info("memory.prune memories=%d revisions=%d receipts=%d", memories, revisions, receipts)
+        uses = 0
+        if app_uses_older_than is not None:
+            uses = self.ctx.store.prune_uses(now - app_uses_older_than)
+            if progress:
+                progress(uses)
+        counts = PruneCounts(revisions=revisions, receipts=receipts, memories=memories, app_uses=uses)
+        log.info("memory.prune memories=%d revisions=%d receipts=%d app_uses=%d", memories, revisions, receipts, uses)
         return counts
 
     def _erase_archived(

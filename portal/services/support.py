@@ -9,11 +9,12 @@ content-free audit entry (ids, codes, counts, ticket references — never a pers
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from portal.domain import export
+from portal.domain.apps import AppSummary, apps_of
 from portal.domain.audit import AuditEntry, AuditNote
 from portal.domain.errors import NotFound, Refused
 from portal.domain.options import utc_now
@@ -35,6 +36,7 @@ class PersonSummary:
     paused: bool
     last_activity: datetime | None
     open_requests: list[ErasureRequest]
+    apps: list[AppSummary] = field(default_factory=list)  # what each connected app did: counts, never text
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class Support:
         return PersonSummary(
             person, len(memories), dict(Counter(m.kind for m in memories)), self.service.is_paused(person.place),
             max(moments) if moments else None, self.erasures.open_for(person.owner_id, person.tenant_id),
+            self.service.connected_apps(person.place, apps_of(self.records.api_keys.list(person.tenant_id))),
         )
 
     def open_memories(self, actor: User, user_id: str, reason: str, ticket: str | None) -> tuple[PersonSummary, list[Memory]]:
@@ -120,7 +123,8 @@ class Support:
         person = self._person(actor, user_id)
         note = AuditNote(actor.id, actor.role, "access.exported", ticket=_ticket(ticket))
         # read and audited in one transaction; the same document the person downloads
-        return export.document(self.service.export(person.place, audit=note), person)
+        return export.document(self.service.export(person.place, audit=note), person,
+                               apps_of(self.records.api_keys.list(person.tenant_id)))
 
     def _all(self, place: Place) -> list[Memory]:
         items: list[Memory] = []

@@ -135,7 +135,7 @@ def _update(service: MemoryService, place: Place, args: Mapping[str, Any], perso
     text = _string(args, "text", required=True)
     kind = _string(args, "kind")
     importance = _importance(args.get("importance"))
-    before = service.get(place, memory_id)  # NotFound for anyone else's id
+    before = service.reading.get(place, memory_id, use=False)  # NotFound for anyone else's id
     outcome = service.update(
         place, memory_id, text=text, kind=kind, importance=importance, origin="inferred",
         sources=(Source("tool", "update_memory"),), person_name=person_name,

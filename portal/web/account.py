@@ -6,13 +6,14 @@ import base64
 import binascii
 import json
 
-from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
 from portal.domain import export
+from portal.domain.apps import App, apps_of
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
 from portal.domain.imports import parse
@@ -71,7 +72,8 @@ def erase() -> ResponseReturnValue:
 @bp.get("/export.json")
 @login_required
 def export_json() -> ResponseReturnValue:
-    data = export.document(service().export(current_user.place, audit=audit("person.exported")), current_user)
+    data = export.document(service().export(current_user.place, audit=audit("person.exported")), current_user,
+                           tenant_apps())
     return Response(
         json.dumps(data, ensure_ascii=False, indent=2), mimetype="application/json",
         headers={"Content-Disposition": 'attachment; filename="my-memories.json"'},
@@ -81,7 +83,8 @@ def export_json() -> ResponseReturnValue:
 @bp.get("/export.csv")
 @login_required
 def export_csv() -> ResponseReturnValue:
-    data = export.document(service().export(current_user.place, audit=audit("person.exported")), current_user)
+    data = export.document(service().export(current_user.place, audit=audit("person.exported")), current_user,
+                           tenant_apps())
     return csv_download(export.CSV_HEADER, export.csv_rows(data), "my-memories.csv")
 
 
@@ -148,6 +151,43 @@ def undo_import(batch: str) -> ResponseReturnValue:
     taken = service().undo_import(current_user.place, batch, audit=audit("person.import_undone"))
     flash(ngettext("%(num)d imported memory taken back.", "%(num)d imported memories taken back.", taken))
     return redirect(url_for("memories.index"), 303)
+
+
+# ---------------------------------------------------------------------------- connected apps
+
+CONTROL_ACTIONS = {"pause": ("paused", "person.app_paused"), "block": ("blocked", "person.app_blocked"),
+                   "resume": (None, "person.app_resumed")}
+
+
+def tenant_apps() -> dict[str, App]:
+    """The apps of the person's tenant, by id (from its keys, revoked ones included)."""
+    return apps_of(runtime().api_keys.list(current_user.tenant_id))
+
+
+@bp.get("/apps")
+@login_required
+def apps() -> ResponseReturnValue:
+    """Each app that used the person's memory: when last, what it did, and their control over it."""
+    found = service().connected_apps(current_user.place, tenant_apps())
+    return render_template("account/apps.html", apps=found, **context())
+
+
+@bp.post("/apps/<app_id>")
+@login_required
+def control_app(app_id: str) -> ResponseReturnValue:
+    """Pause learning (the app may still read), block (it can neither read nor write) or resume."""
+    chosen = CONTROL_ACTIONS.get(request.form.get("action", ""))
+    known = tenant_apps()
+    if chosen is None or app_id not in known:
+        abort(404 if chosen is not None else 400)
+    state, action = chosen
+    service().set_app_control(current_user.place, app_id, state, audit=audit(action))
+    name = known[app_id].name
+    text = {"paused": _("%(app)s may still read your memory but learns nothing new.", app=name),
+            "blocked": _("%(app)s can no longer read or change your memory.", app=name),
+            None: _("%(app)s may use your memory again.", app=name)}[state]
+    flash(text)
+    return redirect(url_for("account.apps") + f"#app-{app_id}", 303)
 
 
 def _uploaded() -> bytes:

@@ -15,6 +15,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_required
 
+from portal.domain.apps import apps_of
 from portal.domain.errors import InvalidArgument
 from portal.domain.types import Memory, Source
 from portal.services.memory_service import MemoryService
@@ -208,7 +209,10 @@ def pin(memory_id: str) -> ResponseReturnValue:
 def history(memory_id: str) -> ResponseReturnValue:
     revisions = service().history(current_user.place, memory_id)
     memory = service().get(current_user.place, memory_id)
-    return render_template("memories/history.html", memory=memory, revisions=revisions, **context())
+    uses = service().app_uses_of(current_user.place, memory_id)
+    names = apps_of(runtime().api_keys.list(current_user.tenant_id))
+    return render_template("memories/history.html", memory=memory, revisions=revisions, uses=uses,
+                           app_names={i: a.name for i, a in names.items()}, **context())
 
 
 def done(memory: Memory, text: str, undo: bool, focus: str = "edit") -> ResponseReturnValue:

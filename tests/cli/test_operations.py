@@ -21,6 +21,7 @@ from portal.adapters.sql.tables import idempotency_receipts, memories, memory_re
 from portal.bootstrap import Runtime, build_runtime
 from portal.cli import main
 from portal.config import load_config
+from portal.domain.apps import App
 from portal.domain.types import Place, Saved
 from portal.services.idempotency import Answer, once
 from portal.services.memory_service import MemoryService
@@ -83,22 +84,28 @@ def test_prune_deletes_old_history_receipts_and_archived_memories(env, runtime_f
     assert isinstance(settled, Saved)
     assert service.update(HERE, settled.memory.id, text="Lives in Paris").ok
     once(runtime.store, HERE, "signup-1", "d", lambda: Answer(201, {"ok": True}), clock=clock)
+    bot = service.for_app(App("app-bot", "Bot"))
+    bot.get(HERE, settled.memory.id)  # a use 200 days ago: past MEMORY_APP_USES_DAYS' 180
     clock.now = datetime.now(UTC) - DAY
     recent = service.remember(HERE, "Works as a nurse")
     assert isinstance(recent, Saved)
+    bot.get(HERE, recent.memory.id)
     assert service.update(HERE, recent.memory.id, text="Works as a midwife").ok
     once(runtime.store, HERE, "signup-2", "d", lambda: Answer(201, {"ok": True}), clock=clock)
 
     result = run(["prune", "--history-older-than", "90d", "--receipts-older-than", "720h"], env)
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"revisions": 1, "receipts": 1, "memories": 0}
+    assert json.loads(result.stdout) == {"revisions": 1, "receipts": 1, "memories": 0, "app_uses": 1}
+    with runtime.store.read(HERE) as tx:
+        assert [u.memory_id for u in tx.app_uses()] == [recent.memory.id]
     assert [r.text for r in runtime.service.history(HERE, settled.memory.id)] == ["Lives in Paris"]
     assert len(runtime.service.history(HERE, recent.memory.id)) == 2  # still undoable
     with runtime.store.read(HERE) as tx:
         assert tx.get_receipt("signup-1") is None and tx.get_receipt("signup-2") is not None
     again = run(["prune", "--history-older-than", "90d", "--receipts-older-than", "30d", "--archived-older-than", "180d"], env)
-    assert again.returncode == 0 and json.loads(again.stdout) == {"revisions": 0, "receipts": 0, "memories": 0}
+    assert again.returncode == 0 and json.loads(again.stdout) == {"revisions": 0, "receipts": 0, "memories": 0,
+                                                          "app_uses": 0}
 
 
 def test_prune_erases_long_archived_memories(env, runtime_for) -> None:
@@ -114,7 +121,7 @@ def test_prune_erases_long_archived_memories(env, runtime_for) -> None:
     result = run(["prune", "--archived-older-than", "180d"], env)
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 1}
+    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 1, "app_uses": 0}
     assert runtime.service.list(HERE, state="all").items == []
     with refused("not_found"):
         runtime.service.undo(HERE, old.memory.id)
@@ -136,8 +143,14 @@ def test_prune_refuses_a_bad_period_from_the_command_line(bare_env) -> None:
 
 
 def test_prune_without_a_period_says_what_to_give(bare_env) -> None:
-    result = run(["prune"], bare_env)
+    result = run(["prune"], {**bare_env, "MEMORY_APP_USES_DAYS": "0"})
     assert result.returncode == 2 and "--history-older-than" in result.stderr
+
+
+def test_prune_alone_applies_the_configured_retention_of_the_apps_uses(env) -> None:
+    result = run(["prune"], env)  # MEMORY_APP_USES_DAYS: 180 by default
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 0, "app_uses": 0}
 
 
 # ---------------------------------------------------------------------------------------- rotate-keys

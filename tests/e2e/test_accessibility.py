@@ -1,7 +1,8 @@
 """Every page state a person meets, checked with axe-core in Chromium (issue 17): none may have a
 violation. The states: signed out, the list (with the New banner), a search that finds nothing,
 editing in place, a toast, paused, the history, erase everything, a confirmation page, not found,
-importing (the form, the preview, the toast with its Undo, which is used), the AI switched off,
+importing (the form, the preview, the toast with its Undo, which is used), connected apps (none,
+one, one blocked, and a memory's history naming the app), the AI switched off,
 French, and a phone."""
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from collections.abc import Callable
 
 from playwright.sync_api import BrowserContext, expect
 
+from portal.domain.apps import app_of
+
 from ..axe import violations
-from .conftest import CAT, LiveServer, Person, editing_row, open_editor, row, sign_in
+from .conftest import CAT, TEA, LiveServer, Person, editing_row, open_editor, row, sign_in
 
 
 def test_no_page_state_of_a_person_has_an_accessibility_violation(
@@ -61,6 +64,20 @@ def test_no_page_state_of_a_person_has_an_accessibility_violation(
     page.get_by_test_id("toast").get_by_role("button", name="Undo").click()
     expect(page.get_by_test_id("toast")).to_contain_text("1 imported memory taken back.")
     expect(page.get_by_text("Keeps bees")).to_have_count(0)
+    page.goto(f"{live_server.url}/account/apps")
+    found += violations(page, "connected apps, none yet")
+    key, _token = live_server.runtime.api_keys.create(person.place.scope, ("memories:read",), name="Support bot")
+    bot = live_server.runtime.service.for_app(app_of(key))
+    bot.recall(person.place, "green tea")
+    page.reload()
+    found += violations(page, "connected apps")
+    page.locator(f"#app-{app_of(key).id}").get_by_role("button", name="Block").click()
+    expect(page.get_by_test_id("app-state")).to_have_text("blocked")
+    found += violations(page, "an app blocked")
+    page.goto(f"{live_server.url}/memories")
+    row(page, TEA).get_by_role("link", name="History").click()
+    expect(page.get_by_test_id("use")).to_have_count(1)
+    found += violations(page, "history, used by an app")
 
     for who, state in ((person_ai_off, "AI switched off"), (french_person, "in French")):
         other = new_context(bypass_csp=True).new_page()

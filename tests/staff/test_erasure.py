@@ -17,6 +17,7 @@ from sqlalchemy import func, inspect, select, text
 from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.tables import OWNER_TABLES, audit_log, erasure_requests, metadata
+from portal.domain.apps import App
 from portal.domain.types import Place, Receipt, Source
 
 from .conftest import A1_WORDS, Console, build_console, open_console, page_text, request_id_from
@@ -161,6 +162,10 @@ def give_a1_everything(console: Console) -> Place:
                                    (first.id,), now))
             tx.commit()
         service.pause(place)
+        bot = App("app-quokka", "Quokka bot")
+        service.for_app(bot).get(place, first.id if place == a1.place else
+                                 service.list(namesake, limit=1).items[0].id)  # an app's use
+        service.set_app_control(place, bot.id, "blocked")  # and what the person decided about it
     portal = console.client(console.a1)  # the person's own audited actions
     assert portal.get("/account/export.json").status_code == 200
     assert portal.post("/account/resume").status_code == 303
@@ -216,7 +221,8 @@ def erasure_leaves_nothing(console: Console) -> None:
     assert request.counts == {
         "memories": before["memories"], "revisions": before["memory_revisions"], "settings": before["memory_settings"],
         "refs": before["consolidation_refs"], "receipts": before["idempotency_receipts"],
-        "tombstones": before["memory_tombstones"], "accounts": 1,
+        "tombstones": before["memory_tombstones"], "app_uses": before["app_uses"],
+        "app_controls": before["app_controls"], "accounts": 1,
     }
     assert owner_rows(engine, namesake.owner_id, namesake.scope) == theirs
     assert console.runtime.service.is_paused(namesake)

@@ -142,9 +142,28 @@ def test_export_for_an_access_request_is_a_json_download_and_audited(console: Co
     assert data["account"]["email"] == "ada@a.example" and data["account"]["name"] == "Ada Quill"
     # the very document a person downloads themselves (portal.domain.export)
     assert (data["format"], data["version"]) == ("memory-portal/export", 1)
-    assert set(data) == {"format", "version", "exported_at", "account", "owner_id", "scope", "settings", "memories"}
+    assert set(data) == {"format", "version", "exported_at", "account", "owner_id", "scope", "settings", "memories", "apps"}
     [edited] = [m for m in data["memories"] if m["text"].endswith("oboe")]
     assert [r["text"] for r in edited["revisions"]] == ["Wants to learn the bassoon"]  # earlier wording too
     [entry] = console.audit(action="access.exported")
     assert (entry.actor_id, entry.subject_owner_id, entry.scope, entry.ticket, entry.counts) == (
         console.sA.id, "ext-a1-owner", console.a.id, "REQ-15", {"memories": 3})
+
+
+def test_the_person_page_shows_each_connected_apps_counts_and_state_but_no_text(console: Console) -> None:
+    from portal.domain.apps import app_of
+
+    key, _token = console.runtime.api_keys.create(console.a.id, ("memories:read",), name="Support bot")
+    bot = app_of(key)
+    view = console.runtime.service.for_app(bot)
+    listed = view.list(console.a1.place).items
+    view.recall(console.a1.place, listed[0].text)
+    console.runtime.service.set_app_control(console.a1.place, bot.id, "paused")
+    answer = console.client(console.sA).get(f"/staff/people/{console.a1.id}")
+    html = answer.get_data(as_text=True)
+    table = html[html.index('data-testid="staff-apps"'):html.index("</table>", html.index('data-testid="staff-apps"'))]
+    assert "Support bot" in table and "paused" in table
+    cells = re.findall(r"<td>([^<]*)</td>", table)
+    assert cells[3:] == ["3", "0", "1", "0", "0", "3"]  # memories used; remembered, recalled, corrected, forgot, read
+    for word in A1_WORDS:
+        assert word not in html.lower()

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from portal.domain.apps import App
 from portal.domain.types import Memory, NotFound, Place, Receipt
 
 from ..expect import refused
@@ -135,9 +136,12 @@ def test_forget_all_erases_this_place_only(service, store, place):
 
 
 def _seed_owner(service, store, place, label):
-    """Two memories (one updated), one forgotten, a pause, a claimed ref, a receipt."""
+    """Two memories (one updated), one forgotten, a pause, a claimed ref, a receipt, an app's use
+    and a blocked app."""
     a = remember_ok(service, place, f"{label} likes tea")
     service.update(place, a.id, text=f"{label} likes green tea")
+    service.for_app(App("app-reader", "Reader")).get(place, a.id)
+    service.set_app_control(place, "app-other", "blocked")
     remember_ok(service, place, f"{label} lives in Lyon", channel="background")
     gone = remember_ok(service, place, f"{label} works nights")
     service.forget(place, gone.id)
@@ -158,11 +162,13 @@ def test_purge_owner_erases_every_scope_of_that_owner_only(service, store):
 
     assert counts.to_json() == {
         "memories": 4, "revisions": 2, "settings": 2, "refs": 2, "receipts": 2, "tombstones": 2,
+        "app_uses": 2, "app_controls": 2,
     }
     for p in (alice_a, alice_b):
         assert service.list(p, state="all").items == []
         assert service.list_unseen(p) == []
         assert service.is_paused(p) is False
+        assert service.connected_apps(p, {}) == []
         assert service.export(p)["memories"] == []
         with store.read(p) as tx:
             assert tx.get_receipt(f"key-{'Alice' if p == alice_a else 'Alicia'}") is None
@@ -172,6 +178,8 @@ def test_purge_owner_erases_every_scope_of_that_owner_only(service, store):
     # Bob is untouched
     assert sorted(m.text for m in service.list(bob, state="all").items) == ["Bob likes green tea", "Bob lives in Lyon"]
     assert service.is_paused(bob) is True
+    assert [(s.app.id, s.control, s.counts["read"]) for s in service.connected_apps(bob, {})] == [
+        ("app-reader", None, 1), ("app-other", "blocked", 0)]
     assert _receipt_of(store, bob, "key-Bob") is not None
     with store.write(bob) as tx:
         assert tx.claim_ref("conversation-Bob", T0) is False

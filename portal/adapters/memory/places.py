@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
+from portal.domain.apps import AppUse
 from portal.domain.recall.index import PlaceIndex
-from portal.domain.types import Memory, Receipt, Revision
+from portal.domain.types import Memory, PurgeCounts, Receipt, Revision
 from portal.ports import Filters, Settings
 
 
@@ -30,6 +31,9 @@ class _PlaceData:
     refs: dict[str, RefClaim] = field(default_factory=dict)
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
+    # Connected apps: what the person decided about each app, and its uses (content-free).
+    controls: dict[str, str] = field(default_factory=dict)
+    uses: dict[tuple[str, str, str, date], AppUse] = field(default_factory=dict)
     # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
     # memory's text changes or the memory is removed (nothing of an erased text stays behind).
     terms: dict[str, builtins.list[str]] = field(default_factory=dict)
@@ -39,7 +43,13 @@ class _PlaceData:
 
     def is_empty(self) -> bool:
         return not (self.memories or any(self.revisions.values()) or self.settings is not None or self.refs or self.receipts
-                    or self.tombstones)
+                    or self.tombstones or self.controls or self.uses)
+
+    def counts(self) -> PurgeCounts:
+        """What erasing this place removes."""
+        return PurgeCounts(len(self.memories), sum(len(v) for v in self.revisions.values()),
+                           1 if self.settings is not None else 0, len(self.refs), len(self.receipts),
+                           len(self.tombstones), len(self.uses), len(self.controls))
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -49,6 +59,8 @@ class _PlaceData:
             refs=dict(self.refs),
             receipts=dict(self.receipts),
             tombstones=dict(self.tombstones),
+            controls=dict(self.controls),
+            uses=dict(self.uses),
             terms=dict(self.terms),
             # Valid until a write changes which memories are active, their text, kind, time or
             # vectors (see `_Tx._w`): a recall's mark_used must not throw it away.

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from portal.adapters.memory.places import _PlaceData
 from portal.adapters.memory.transaction import _Tx
+from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision
 from portal.ports import NeedsVector, StoreTx
@@ -49,12 +50,22 @@ class InMemoryStore:
     def read(self, place: Place, snapshot: bool = True) -> Iterator[StoreTx]:
         yield _Tx(self, place, self._places.get(place, _PlaceData()), writable=False)
 
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
+                  ) -> builtins.list[Memory]:
         with self.write(place) as tx:
             tx.mark_used(ids, at)
             marked = [m for m in tx.get_many(list(dict.fromkeys(ids))) if m.state == "active"]
+            if app_id is not None:
+                tx.record_use(app_id, RECALLED, [m.id for m in marked], at)
             tx.commit()
         return marked
+
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
+        with self.write(place) as tx:
+            present = [m.id for m in tx.get_many(list(dict.fromkeys(ids)))]
+            tx.record_use(app_id, action, present, at)
+            tx.commit()
+        return len(present)
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         counts, _taken = self.take_owner(owner_id, scopes)
@@ -67,7 +78,7 @@ class InMemoryStore:
         """Remove the owner's places (in `scopes`, or all) and answer their counts and their data.
         With `hold`, each place's lock stays held (a writer of that place waits) until `release`,
         which puts the data back or lets it go: an in-memory unit of work rolled back or committed."""
-        memories = revisions = settings = refs = receipts = tombstones = 0
+        counts = PurgeCounts()
         taken: dict[Place, _PlaceData] = {}
         chosen = [p for p in list(self._places) if p.owner_id == owner_id and (scopes is None or p.scope in scopes)]
         for place in chosen:
@@ -78,13 +89,8 @@ class InMemoryStore:
             finally:
                 if not hold:
                     lock.release()
-            memories += len(data.memories)
-            revisions += sum(len(v) for v in data.revisions.values())
-            settings += 1 if data.settings is not None else 0
-            refs += len(data.refs)
-            receipts += len(data.receipts)
-            tombstones += len(data.tombstones)
-        return PurgeCounts(memories, revisions, settings, refs, receipts, tombstones), taken
+            counts = counts.plus(data.counts())
+        return counts, taken
 
     def release(self, taken: dict[Place, _PlaceData], restore: bool) -> None:
         """Let go of places `take_owner(hold=True)` took: put their data back first with `restore`."""
@@ -151,6 +157,22 @@ class InMemoryStore:
                 }
                 pruned += len(data.receipts) - len(kept_data.receipts)
                 self._places[place] = kept_data
+        return pruned
+
+    def prune_uses(self, older_than: datetime) -> int:
+        pruned = 0
+        for place in list(self._places):
+            with self._lock(place):
+                data = self._places.get(place)
+                if data is None:
+                    continue
+                kept_data = data.copy()
+                kept_data.uses = {key: u for key, u in data.uses.items() if u.last_at >= older_than}
+                pruned += len(data.uses) - len(kept_data.uses)
+                if kept_data.is_empty():
+                    self._places.pop(place, None)
+                else:
+                    self._places[place] = kept_data
         return pruned
 
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:

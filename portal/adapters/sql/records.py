@@ -6,15 +6,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, insert, literal, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.audit import AuditLog
-from portal.adapters.sql.statements import PAUSED, TOMBSTONED, now
+from portal.adapters.sql.statements import (
+    APP_CONTROL,
+    PAUSED,
+    PRESENT,
+    TOMBSTONED,
+    USE_UPSERT_PG,
+    USE_UPSERT_SQLITE,
+    could_be_id,
+    now,
+)
 from portal.adapters.sql.tables import (
+    app_controls,
+    app_uses,
     consolidation_refs,
     idempotency_receipts,
     memories,
@@ -23,6 +34,7 @@ from portal.adapters.sql.tables import (
 )
 from portal.adapters.sql.tx_state import PlaceTxState
 from portal.adapters.sql.uow import purge
+from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
 from portal.domain.types import PurgeCounts, Receipt
 from portal.ports import Settings
@@ -101,6 +113,57 @@ class PlaceRecords(PlaceTxState):
                 delete(consolidation_refs).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
             ).rowcount
         )
+
+    # ---------------------------------------------------------------- connected apps
+
+    def app_control(self, app_id: str) -> str | None:
+        state = self.conn.execute(APP_CONTROL, {**self.bound, "app_id": app_id}).scalar()
+        return str(state) if state is not None else None
+
+    def app_controls(self) -> dict[str, str]:
+        c = app_controls.c
+        return {row.app_id: row.state for row in self.conn.execute(select(c.app_id, c.state).where(self.here(app_controls)))}
+
+    def set_app_control(self, app_id: str, state: str | None, at: datetime) -> bool:
+        c = app_controls.c
+        before = self.app_control(app_id)
+        if before == state:
+            return False
+        if state is None:
+            self.conn.execute(delete(app_controls).where(self.here(app_controls), c.app_id == app_id))
+        elif before is None:
+            self.conn.execute(insert(app_controls).values(
+                owner_id=self.place.owner_id, scope=self.place.scope, app_id=app_id, state=state, updated_at=at))
+        else:
+            self.conn.execute(update(app_controls).where(self.here(app_controls), c.app_id == app_id)
+                              .values(state=state, updated_at=at))
+        return True
+
+    def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
+        wanted = list(dict.fromkeys(memory_ids))
+        if not wanted:
+            return
+        day = at.astimezone(UTC).date().isoformat()
+        statement = USE_UPSERT_PG if self.store.postgres else USE_UPSERT_SQLITE
+        self.conn.execute(statement, [{**self.bound, "app_id": app_id, "memory_id": m, "action": action, "day": day,
+                                       "last_at": at} for m in wanted])
+
+    def present(self, ids: Sequence[str]) -> list[str]:
+        """Those of these ids that name a memory of this place (any state), in their order."""
+        wanted = [i for i in dict.fromkeys(ids) if could_be_id(i)]
+        if not wanted:
+            return []
+        found = set(self.conn.execute(PRESENT, {**self.bound, "ids": wanted}).scalars())
+        return [i for i in wanted if i in found]
+
+    def app_uses(self, memory_id: str | None = None) -> list[AppUse]:
+        c = app_uses.c
+        query = select(app_uses).where(self.here(app_uses))
+        if memory_id is not None:
+            query = query.where(c.memory_id == memory_id)
+        rows = self.conn.execute(query.order_by(c.last_at.desc(), c.app_id, c.memory_id, c.action)).mappings()
+        return [AppUse(r["app_id"], r["memory_id"], r["action"], date.fromisoformat(r["day"]), r["count"], r["last_at"])
+                for r in rows]
 
     # ---------------------------------------------------------------- the whole place, the audit trail
 

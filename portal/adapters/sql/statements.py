@@ -19,6 +19,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    text,
     type_coerce,
     update,
 )
@@ -27,6 +28,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.tables import (
+    app_controls,
+    app_uses,
     memories,
     memory_places,
     memory_revisions,
@@ -63,6 +66,27 @@ PAUSED = select(memory_settings.c.paused).where(bound_place(memory_settings))
 NEW_TOKEN_PG = new_token(pg_insert)
 NEW_TOKEN_SQLITE = new_token(sqlite_insert)
 
+# Connected apps: what the person decided about an app, which ids are there, and one more use.
+APP_CONTROL = select(app_controls.c.state).where(bound_place(app_controls), app_controls.c.app_id == bindparam("app_id"))
+PRESENT = select(memories.c.id).where(bound_place(memories), memories.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def use_upsert(upsert: Any) -> Any:
+    u = app_uses.c
+    statement = upsert(app_uses).values(
+        owner_id=bindparam("place_owner"), scope=bindparam("place_scope"), app_id=bindparam("app_id"),
+        memory_id=bindparam("memory_id"), action=bindparam("action"), day=bindparam("day"), count=1,
+        last_at=bindparam("last_at", type_=u.last_at.type),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[u.owner_id, u.scope, u.app_id, u.memory_id, u.action, u.day],
+        set_={"count": u.count + 1, "last_at": statement.excluded.last_at},
+    )
+
+
+USE_UPSERT_PG = use_upsert(pg_insert)
+USE_UPSERT_SQLITE = use_upsert(sqlite_insert)
+
 TOKEN = select(memory_places.c.token).where(bound_place(memory_places))
 MARK_USED = (
     update(memories)
@@ -80,6 +104,11 @@ MARK_USED = (
 PLACE_LOCK = select(literal(1)).select_from(
     select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("lock_key"), 0)).label("lock")).subquery()
 ).scalar_subquery()
+# A place's write lock for the rest of the transaction, which will not wait for durability (what it
+# writes is a count of uses: a crash losing the last few costs nothing that matters).
+LOCK_NOT_DURABLE = text(
+    "SELECT pg_advisory_xact_lock(hashtextextended(:key, 0)), set_config('synchronous_commit', 'off', true)"
+)
 # The vector comes back in pgvector's binary form (see `pg_vector`), not as text to parse.
 MARK_USED_PG = (
     update(memories)

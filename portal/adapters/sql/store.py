@@ -32,15 +32,25 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.audit import AuditLog
-from portal.adapters.sql.engine import CHECKPOINT_FIRST_WAIT_MS, checkpoint, is_postgres, lock_place, vacuum_owner_tables
+from portal.adapters.sql.engine import (
+    CHECKPOINT_FIRST_WAIT_MS,
+    checkpoint,
+    is_postgres,
+    lock_place,
+    place_lock_key,
+    vacuum_owner_tables,
+)
 from portal.adapters.sql.janitor import Janitor
+from portal.adapters.sql.statements import LOCK_NOT_DURABLE
 from portal.adapters.sql.tables import (
+    app_uses,
     idempotency_receipts,
     memories,
     memory_revisions,
 )
 from portal.adapters.sql.transaction import SqlTx
 from portal.adapters.sql.uow import SqlUnitOfWork
+from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
 from portal.domain.recall.cache import RecallCache
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts
@@ -134,18 +144,40 @@ class SqlStore:
             if trans.is_active:
                 trans.rollback()
 
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
-        """One UPDATE ... RETURNING. On PostgreSQL a statement on its own (autocommit) that takes
-        the place's lock itself and does not wait for durability (see `MARK_USED_PG`): one round
-        trip. SQLite has one writer at a time: there it queues like any write."""
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
+                  ) -> builtins.list[Memory]:
+        """One UPDATE ... RETURNING (and, for an app, one upsert of its uses). On PostgreSQL the
+        UPDATE takes the place's lock itself and does not wait for durability (see `MARK_USED_PG`):
+        without an app, a statement on its own (autocommit, one round trip); with one, the uses of
+        the rows it marked follow in the same transaction, under that lock. SQLite has one writer
+        at a time: there it queues like any write."""
         if self.postgres:
             with self.engine.connect() as conn:
-                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-                return SqlTx(self, conn, conn.begin(), place, writable=True).mark_used_returning(ids, at)
+                if app_id is None:
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                    return SqlTx(self, conn, conn.begin(), place, writable=True).mark_used_returning(ids, at)
+                with conn.begin() as trans:
+                    tx = SqlTx(self, conn, trans, place, writable=True)
+                    marked = tx.mark_used_returning(ids, at)
+                    tx.record_use(app_id, RECALLED, [m.id for m in marked], at)
+                return marked
         with self.write(place) as tx:
             marked = tx.mark_used_returning(ids, at)
+            if app_id is not None:
+                tx.record_use(app_id, RECALLED, [m.id for m in marked], at)
             tx.commit()
         return marked
+
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
+        """Under the place's lock, taken before the memories are looked at (PostgreSQL: its own
+        statement, so the look sees an erasure that held it), without waiting for durability."""
+        with self.writer() as conn, conn.begin() as trans:
+            if self.postgres:
+                conn.execute(LOCK_NOT_DURABLE, {"key": place_lock_key(place.owner_id, place.scope)})
+            tx = SqlTx(self, conn, trans, place, writable=True)
+            present = tx.present(ids)
+            tx.record_use(app_id, action, present, at)
+        return len(present)
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         with self.unit() as uow:
@@ -242,6 +274,11 @@ class SqlStore:
         return self._delete_in_batches(
             idempotency_receipts, (t.owner_id, t.scope, t.key), and_(t.status != 0, t.created_at < older_than)
         )
+
+    def prune_uses(self, older_than: datetime) -> int:
+        u = app_uses.c
+        return self._delete_in_batches(app_uses, (u.owner_id, u.scope, u.app_id, u.memory_id, u.action, u.day),
+                                       u.last_at < older_than)
 
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         query = (

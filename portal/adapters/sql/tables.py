@@ -209,9 +209,37 @@ memory_places = Table(
     Column("token", String(32), nullable=False),
 )
 
+# Connected apps (portal.domain.apps), content-free. What the person decided about an app of the
+# tenant: paused (it may read, not write) or blocked (neither).
+app_controls = Table(
+    "app_controls",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("app_id", String(64), primary_key=True),
+    Column("state", String(16), nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# How often an app touched a memory one way on one UTC day, and when last: ids, counts and times,
+# never text. Pruned by last_at (`prune --app-uses`), erased with the person.
+app_uses = Table(
+    "app_uses",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("app_id", String(64), primary_key=True),
+    Column("memory_id", String(64), primary_key=True),
+    Column("action", String(16), primary_key=True),
+    Column("day", String(10), primary_key=True),  # YYYY-MM-DD, UTC
+    Column("count", Integer, nullable=False),
+    Column("last_at", UTCDateTime, nullable=False),
+    Index("ix_app_uses_last_at", "last_at"),
+)
+
 OWNER_TABLES = (
     memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones,
-    memory_places,
+    memory_places, app_controls, app_uses,
 )
 
 # API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,
