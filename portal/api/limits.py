@@ -19,7 +19,7 @@ from typing import Any
 from flask import Blueprint, Flask, current_app, request
 from flask_limiter import HeaderNames, Limiter
 
-from portal.adapters.sql.counters import SqlCounters, counters_engine
+from portal.adapters.sql.counters import counters_storage
 
 
 def _caller() -> str:
@@ -52,14 +52,11 @@ def client_network(address: str | None) -> str:
 def storage_settings(app: Flask) -> tuple[str, dict[str, Any]]:
     """The `limits` storage URI and options for this app's counters."""
     runtime = app.extensions["memory_runtime"]
-    uri = app.config.get("RATELIMIT_STORAGE_URI") or runtime.config.ratelimit_storage_uri
-    if uri:
-        return uri, {}
-    engine = counters_engine(runtime.engine)
-    if engine is None:
-        return "memory://", {}
-    app.extensions["counters_engine"] = engine
-    return f"{SqlCounters.STORAGE_SCHEME[0]}://", {"engine": engine}
+    uri, options, engine = counters_storage(app.config.get("RATELIMIT_STORAGE_URI") or runtime.config.ratelimit_storage_uri,
+                                            runtime.engine)
+    if engine is not None:
+        app.extensions["counters_engine"] = engine
+    return uri, options
 
 
 def init_limits(app: Flask, bp: Blueprint) -> Limiter:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from portal.cli import operations, setup
+from portal.cli import mcp, operations, setup
 from portal.cli.common import refusals_as_errors
 from portal.cli.setup import DEMO_EMAIL, DEMO_LEARNT, DEMO_MEMORIES, DEMO_OWNER, DEMO_PASSWORD, DEMO_TENANT
 
@@ -21,7 +21,7 @@ def main() -> None:
     """memory portal: what an AI assistant remembers about each person."""
 
 
-for command in (*setup.COMMANDS, *operations.COMMANDS):
+for command in (*setup.COMMANDS, *operations.COMMANDS, mcp.mcp_command):
     main.add_command(refusals_as_errors(command))
 
 

@@ -14,7 +14,8 @@ from portal.inputs import is_valid_id, is_valid_text
 
 ROLES = ("member", "staff", "admin")
 LANGUAGES = ("en", "fr")
-PERMISSIONS = ("memories:read", "memories:write", "consolidate", "erasure")
+# memories:forget lets a model forget over MCP (its forget tool is offered only then).
+PERMISSIONS = ("memories:read", "memories:write", "memories:forget", "consolidate", "erasure")
 EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
 MIN_PASSWORD = 10
 

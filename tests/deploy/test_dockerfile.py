@@ -152,7 +152,7 @@ def test_the_build_context_leaves_secrets_and_local_state_out() -> None:
 
 def test_compose_has_the_app_postgres_and_a_one_shot_migration_the_app_waits_for() -> None:
     services = compose()["services"]
-    assert set(services) == {"app", "db", "migrate"}
+    assert set(services) == {"app", "db", "migrate", "mcp"}
     assert services["db"]["image"].startswith("pgvector/pgvector:pg")
     assert any(volume.endswith(":/var/lib/postgresql/data") for volume in services["db"]["volumes"])
     assert "pgdata" in compose()["volumes"]
@@ -169,6 +169,15 @@ def test_compose_has_the_app_postgres_and_a_one_shot_migration_the_app_waits_for
     assert "WEB_CONCURRENCY" in app["environment"]
     # Published on the host's loopback only; a proxy in front faces the network.
     assert all(str(port).startswith("127.0.0.1:") for port in app["ports"])
+
+    # The MCP server: its own process of the same image, after the migration, on loopback too,
+    # with the DNS-rebinding check on (a named host), and the app's environment.
+    mcp = services["mcp"]
+    assert mcp["image"] == app["image"] and mcp["command"][:3] == ["memory-portal", "mcp", "--http"]
+    assert "--allowed-host" in mcp["command"]
+    assert mcp["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert all(str(port).startswith("127.0.0.1:") for port in mcp["ports"])
+    assert set(mcp["environment"]) <= set(app["environment"])
 
 
 def test_compose_checks_the_health_of_the_database_and_the_app() -> None:

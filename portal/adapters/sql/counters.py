@@ -63,6 +63,18 @@ def counters_engine(database: Engine) -> Engine | None:
     return engine
 
 
+def counters_storage(uri: str, database: Engine) -> tuple[str, dict[str, Any], Engine | None]:
+    """The `limits` storage URI and options for rate-limit counters: `uri` when one is configured
+    (Redis), else this database's counters (`counters_engine`, also answered, so its owner can
+    dispose of it), else the limits library's memory storage."""
+    if uri:
+        return uri, {}, None
+    engine = counters_engine(database)
+    if engine is None:
+        return "memory://", {}, None
+    return f"{SqlCounters.STORAGE_SCHEME[0]}://", {"engine": engine}, engine
+
+
 class SqlCounters(Storage):
     """`limits` storage on a SQLAlchemy engine (`storage_from_string("portal+sql://", engine=...)`)."""
 
