@@ -11,6 +11,8 @@ import json
 import os
 import platform
 import random
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,3 +296,62 @@ def fresh_database(server_url: str, name: str) -> str:
 
 def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
+
+
+# ---------------------------------------------------------------- servers the scripts start
+
+EXE = str(Path(sys.executable).with_name("memory-portal"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 30) -> int:
+    """SIGTERM to the process's own group (a gunicorn master and its workers), SIGKILL after `grace`
+    seconds; waits until no process of the group is left. Answers the leader's exit status."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            os.killpg(proc.pid, 0)  # raises once the group has no process left
+        except ProcessLookupError:
+            break
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+        time.sleep(0.1)
+    return int(proc.returncode)
+
+
+@contextmanager
+def served(env: dict[str, str], workers: int, log_path: Path, extra: Sequence[str] = ()
+           ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`memory-portal serve --workers N` on a free loopback port, ready; answers its base URL."""
+    port = free_port()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([EXE, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), *extra],
+                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+                raise RuntimeError(f"memory-portal serve did not start (status {proc.poll()}):\n{tail}")
+            time.sleep(0.3)
+        yield base, proc
+    finally:
+        stop(proc)

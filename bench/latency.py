@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,7 @@ from bench.common import (
     wait_for_quiet,
     write_results,
 )
+from bench.common import served as common_served
 from portal.adapters.memory.store import InMemoryStore
 from portal.domain.options import Options
 from portal.domain.types import Place, Refused, Saved
@@ -195,12 +195,6 @@ def in_process(args: argparse.Namespace, pool: list[tuple[str, str]], vectors: n
 
 # ---------------------------------------------------------------- HTTP
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def served(database_url: str, workers: int, log_path: Path) -> Iterator[tuple[str, str]]:
     """`memory-portal serve` on a free loopback port with the local model; answers (base URL, API key)."""
@@ -218,31 +212,10 @@ def served(database_url: str, workers: int, log_path: Path) -> Iterator[tuple[st
         [exe, "api-key", "create", "--tenant", "bench", "--permission", "memories:read", "--permission", "memories:write"],
         env=env, check=True, capture_output=True, text=True,
     ).stdout.strip()
-    port = free_port()
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
     try:
-        import httpx
-
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"memory-portal serve did not start; see {log_path}")
-            time.sleep(0.5)
-        yield base, key
+        with common_served(env, workers, log_path) as (base, _proc):
+            yield base, key
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
         shutil.rmtree(folder, ignore_errors=True)
 
 

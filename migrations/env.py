@@ -15,15 +15,16 @@ target_metadata = metadata
 
 # Objects that only one dialect has and that the models do not describe: SQLite's FTS5 table
 # (and its shadow tables) and PostgreSQL's full-text expression index.
-# memories_fts: before 0008; rate_limit_counters: UNLOGGED, see portal.adapters.sql.counters
-UNMODELLED = ("memories_fts", "rate_limit_counters")
+# memories_fts: before 0008; rate_limit_counters: UNLOGGED, see portal.adapters.sql.counters;
+# huey_*: the job queue's own tables and indexes (PostgreSQL, migration 0011; portal.adapters.queue)
+UNMODELLED = ("memories_fts", "rate_limit_counters", "huey_")
 UNMODELLED_INDEXES = ("ix_memories_search_text_gin",)
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
     if type_ == "table" and name and name.startswith(UNMODELLED):
         return False
-    return not (type_ == "index" and name in UNMODELLED_INDEXES)
+    return not (type_ == "index" and name is not None and (name in UNMODELLED_INDEXES or name.startswith("huey_")))
 
 
 def compare_type(ctx: Any, inspected: Any, metadata_column: Any, inspected_type: Any, metadata_type: Any) -> bool | None:

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from portal.adapters.cipher import FernetCipher, check_cipher
 from portal.adapters.embedders import build_embedder
 from portal.adapters.llm import build_llm
+from portal.adapters.queue import HueyQueue
 from portal.adapters.sql.accounts import Accounts
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.audit import AuditLog
@@ -41,6 +42,7 @@ class Runtime:
     support: Support
     administration: Administration
     people: People
+    queue: HueyQueue  # background consolidation (portal.adapters.queue); `memory-portal worker` runs it
 
     # the records, for the command line and tests (views and handlers go through the services)
     @property
@@ -60,6 +62,7 @@ class Runtime:
         return self.records.api_keys
 
     def dispose(self) -> None:
+        self.queue.close()
         self.engine.dispose()
 
 
@@ -122,5 +125,8 @@ def build_runtime(
         ai_enabled=ai_enabled,
         names_of=accounts.names_of,
     )
+    queue = HueyQueue(engine)
+    queue.bind(service.run_job, service.jobs.stale)
+    service.queue = queue
     return Runtime(config, engine, store, records, service, Support(service, records, config.erasure_scope),
-                   Administration(records), People(records))
+                   Administration(records), People(records), queue)

@@ -52,6 +52,9 @@ class Config:
     relevance_floor: float = 0.2
     # How long the connected apps' uses are kept (`prune` deletes older ones); 0 keeps them.
     app_uses_days: int = 180
+    # Whether `serve` runs background consolidations in a thread of each worker: auto (on SQLite,
+    # the embedded default), on, or off (PostgreSQL: `memory-portal worker` runs them).
+    jobs_in_serve: str = "auto"
     recall_cache_idle: int = 300
     # Which scopes the erasure of an account reaches: its tenant's ("tenant"), or every scope
     # ("all") for a host whose owner ids are unique across its tenants (DESIGN §2).
@@ -116,9 +119,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         raise ConfigError("MEMORY_LLM_BASE_URL must start with http:// or https://")
     if llm_base_url and not environ.get("MEMORY_LLM_MODEL"):
         raise ConfigError("MEMORY_LLM_MODEL is required with MEMORY_LLM_BASE_URL")
-    erasure_scope = environ.get("MEMORY_ERASURE_SCOPE", "tenant").strip().lower() or "tenant"
-    if erasure_scope not in ("tenant", "all"):
-        raise ConfigError("MEMORY_ERASURE_SCOPE must be tenant or all")
+    erasure_scope = _choice(environ, "MEMORY_ERASURE_SCOPE", "tenant", ("tenant", "all"))
     rules_file = environ.get("MEMORY_RULES_FILE") or None
     if rules_file and not Path(rules_file).is_file():
         raise ConfigError("MEMORY_RULES_FILE does not name a readable file")
@@ -150,6 +151,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         relevance_floor=_float(environ, "MEMORY_RELEVANCE_FLOOR", 0.2, low=-1.0, high=1.0),
         recall_cache_idle=_int(environ, "MEMORY_RECALL_CACHE_IDLE", 300, minimum=1),
         app_uses_days=_int(environ, "MEMORY_APP_USES_DAYS", 180, minimum=0),
+        jobs_in_serve=_choice(environ, "MEMORY_JOBS_IN_SERVE", "auto", ("auto", "on", "off")),
         erasure_scope=erasure_scope,
         ratelimit_storage_uri=environ.get("RATELIMIT_STORAGE_URI", "").strip(),
         lease_seconds=_int(environ, "MEMORY_LEASE_SECONDS", 60, minimum=1),
@@ -187,6 +189,13 @@ def secret_key_for(config: Config) -> str:
     path.write_text(key)
     path.chmod(0o600)
     return key
+
+
+def _choice(environ: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = environ.get(name, default).strip().lower() or default
+    if value not in allowed:
+        raise ConfigError(f"{name} must be {' or '.join(allowed)}")
+    return value
 
 
 def _bool(environ: Mapping[str, str], name: str, default: bool) -> bool:

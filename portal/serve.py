@@ -10,6 +10,7 @@ from typing import Any
 from gunicorn import util
 from gunicorn.app.base import BaseApplication
 from gunicorn.http import errors as http_errors
+from gunicorn.workers.gthread import ThreadWorker
 from gunicorn.workers.sync import SyncWorker
 
 from portal.app import create_app
@@ -41,15 +42,15 @@ def problem_bytes(status: int, reason: str, code: str) -> bytes:
     return (head + body).encode("latin-1")
 
 
-class PortalWorker(SyncWorker):  # type: ignore[misc]
-    """gunicorn's sync worker, answering the requests gunicorn refuses as problem+json."""
+class RefusalsAsProblems:
+    """Answers the requests gunicorn itself refuses as problem+json (a mixin of the workers)."""
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         found = next((v for k, v in REFUSED_BY_THE_SERVER.items() if isinstance(exc, k)), None)
         if found is None and isinstance(exc, BAD_REQUESTS):
             found = (400, "Bad Request", "bad_request")
         if found is None:
-            super().handle_error(req, client, addr, exc)
+            super().handle_error(req, client, addr, exc)  # type: ignore[misc]
             return
         # The error's class only: its text can quote the request line.
         log.warning("serve.refused status=%d error=%s", found[0], type(exc).__name__)
@@ -57,6 +58,17 @@ class PortalWorker(SyncWorker):  # type: ignore[misc]
             util.write_nonblock(client, problem_bytes(*found))
         except OSError:
             log.debug("serve.refused_unsent")
+
+
+class PortalWorker(RefusalsAsProblems, SyncWorker):  # type: ignore[misc]
+    """gunicorn's sync worker: one request at a time per process."""
+
+
+class PortalThreadWorker(RefusalsAsProblems, ThreadWorker):  # type: ignore[misc]
+    """gunicorn's threaded worker, what `serve` runs: a request waiting on something else (a
+    consolidation waiting seconds for the model, the database) holds one of the worker's threads,
+    not the process, so recall keeps being answered beside it. The embedding model and the
+    database calls release the GIL."""
 
 
 class PortalServer(BaseApplication):  # type: ignore[misc]
@@ -73,7 +85,31 @@ class PortalServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         app = create_app()
         warm_up(app)
+        jobs_in_worker(app)
         return app
+
+
+def jobs_in_worker(app: Any) -> None:
+    """On the embedded default (SQLite, or MEMORY_JOBS_IN_SERVE=on) each worker process also runs
+    background consolidations, in a thread of its own; with PostgreSQL `memory-portal worker` runs
+    them (compose's `worker` service)."""
+    runtime = app.extensions["memory_runtime"]
+    setting = runtime.config.jobs_in_serve
+    if setting == "off" or (setting == "auto" and runtime.engine.dialect.name != "sqlite"):
+        return
+    from portal.adapters.queue import Worker  # why: huey, in the processes that run jobs only
+
+    runtime.queue.take_up()  # what a worker stopped or killed left (and every minute after)
+    app.extensions["jobs_worker"] = Worker(runtime.queue, workers=1).start()
+    log.info("serve.jobs_worker threads=1")
+
+
+def stop_jobs(server: Any, worker: Any) -> None:
+    """gunicorn's worker_exit: let the worker's running jobs finish (for at most 20 s) before it ends."""
+    app = getattr(worker, "wsgi", None)
+    jobs = getattr(app, "extensions", {}).get("jobs_worker")
+    if jobs is not None:
+        jobs.stop(graceful=True)
 
 
 def warm_up(app: Any) -> None:
@@ -99,7 +135,7 @@ def threads_per_worker(workers: int, cpus: int | None = None) -> int:
     return max(1, cpus // max(1, workers))
 
 
-def run(host: str, port: int, workers: int, timeout: int = 60) -> None:
+def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8) -> None:
     # Set before the workers fork and load the model; an operator's own setting wins.
     os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(workers)))
     PortalServer(
@@ -108,10 +144,12 @@ def run(host: str, port: int, workers: int, timeout: int = 60) -> None:
             "workers": max(1, workers),
             "timeout": timeout,
             "graceful_timeout": 30,
-            "worker_class": "portal.serve.PortalWorker",
+            "worker_class": "portal.serve.PortalThreadWorker",
+            "threads": threads,
             "accesslog": "-",
             # Paths and status codes only: query strings can hold a person's words.
             "access_log_format": '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms',
             "errorlog": "-",
+            "worker_exit": stop_jobs,
         }
     ).run()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from flask import request, url_for
+
 from portal.api.memories import service
 from portal.api.registry import Api, Call, Reply
 from portal.api.schemas import (
@@ -10,6 +12,7 @@ from portal.api.schemas import (
     ExportOut,
     HitOut,
     IdsIn,
+    JobOut,
     MarkedOut,
     MemoryOut,
     PortraitOut,
@@ -48,16 +51,26 @@ def register(api: Api) -> None:
 
     @api.route("POST", PERSON + "/consolidate", summary="Learn from a finished conversation (once per ref)",
                permission="consolidate", body=ConsolidateIn, max_body=CONSOLIDATE_MAX_BODY,
-               responses={200: ConsolidateOut, 422: Problem})
+               responses={200: ConsolidateOut, 202: JobOut, 422: Problem})
     def consolidate(call: Call) -> Reply:
         b: ConsolidateIn = call.body
         transcript = b.transcript if isinstance(b.transcript, str) else [t.model_dump() for t in b.transcript]
+        if not b.wait or "respond-async" in request.headers.get("Prefer", "").replace(" ", "").split(","):
+            job = service().consolidate_later(call.place, transcript, b.ref, role=b.role, person_name=b.person_name,
+                                              language=b.language)
+            where = url_for("api.job", owner_id=call.place.owner_id, job_id=job.id)
+            return Reply(202, JobOut.of(job), headers={"Location": where, "Preference-Applied": "respond-async"})
         result = service().consolidate(call.place, transcript, b.ref, role=b.role, person_name=b.person_name,
                                        language=b.language)
         if result.status == "unavailable" and result.reason == "ai_disabled":
             return Reply(422, Problem(title="Refused", status=422, code="ai_disabled",
                                       detail="the assistant's AI is switched off for this tenant"))
         return Reply(200, ConsolidateOut.model_validate(result.to_json()))
+
+    @api.route("GET", PERSON + "/jobs/<job_id>", summary="A background consolidation: queued, running, done or failed",
+               permission="consolidate", responses={200: JobOut, 404: Problem})
+    def job(call: Call) -> Reply:
+        return Reply(200, JobOut.of(service().job(call.place, call.path["job_id"])))
 
     @api.route("POST", PERSON + "/used", summary="Mark memories as used (protects them from the cap)",
                permission="memories:write", body=IdsIn, responses={200: MarkedOut})

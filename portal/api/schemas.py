@@ -177,6 +177,9 @@ class ConsolidateIn(Strict):
     role: Annotated[str, StringConstraints(max_length=64)] | None = None
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
     language: Annotated[str, StringConstraints(max_length=16)] | None = None
+    wait: Flag = Field(True, description=(
+        "false (or the header Prefer: respond-async): answer 202 at once with a job to follow at its "
+        "Location, learnt in the background and tried again while the model fails"))
 
 
 class ConsolidateOut(BaseModel):
@@ -225,6 +228,21 @@ class ExportOut(BaseModel):
     app_uses: list[dict[str, Any]] = Field(default_factory=list)  # each app's uses, content-free
 
 
+class JobOut(BaseModel):
+    id: str
+    state: Literal["queued", "running", "done", "failed"]
+    ref: str
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+    result: ConsolidateOut | None = Field(None, description="once done (or failed): what the synchronous form answers")
+    reason: str | None = Field(None, description="why the last attempt failed, as a code")
+
+    @classmethod
+    def of(cls, job: Any) -> JobOut:
+        return cls.model_validate(job.to_json())
+
+
 class PurgeOut(BaseModel):
     memories: int
     revisions: int
@@ -234,6 +252,7 @@ class PurgeOut(BaseModel):
     tombstones: int
     app_uses: int = 0
     app_controls: int = 0
+    jobs: int = 0
 
 
 class ToolCallIn(Strict):

@@ -52,15 +52,33 @@ class Duration(click.ParamType):
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, type=int, show_default=True)
 @click.option("--workers", type=int, default=None, help="Worker processes (default: WEB_CONCURRENCY or 2).")
+@click.option("--threads", type=click.IntRange(1, 64), default=None,
+              help="Request threads per worker (default: GUNICORN_THREADS or 8): a request waiting on the "
+                   "model or the database holds a thread, not the worker.")
 @click.option("--timeout", type=int, default=60, show_default=True)
-def serve(host: str, port: int, workers: int | None, timeout: int) -> None:
+def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int) -> None:
     """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
     try:
         load_config()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout)
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")))
+
+
+@click.command()
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Jobs run at once (threads: a job mostly waits on the model).")
+def worker(workers: int) -> None:
+    """Run background consolidations (POST /consolidate with "wait": false) until stopped (SIGINT
+    or SIGTERM: the running jobs finish first, for at most 20 s). Jobs left queued or running by a
+    worker that died are taken up again, at start and every minute."""
+    from portal.adapters.queue import Worker  # why: huey's consumer, for this command only
+
+    runtime = current_runtime()
+    taken_up = runtime.queue.take_up()  # and again every minute
+    click.echo(json.dumps({"workers": workers, "taken_up": taken_up}), err=True)
+    Worker(runtime.queue, workers=workers).run_forever()
 
 
 @click.command()
@@ -178,4 +196,4 @@ def rotate_keys(batch_size: int) -> None:
     click.echo(json.dumps(counts.to_json()))
 
 
-COMMANDS = (serve, reindex, purge_owner, export, import_file, prune, rotate_keys)
+COMMANDS = (worker, serve, reindex, purge_owner, export, import_file, prune, rotate_keys)

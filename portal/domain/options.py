@@ -86,6 +86,8 @@ class Options:
     # How long a pending idempotent request or a claimed conversation holds its key before a retry
     # may take it over; the request renews it every third of that while it runs.
     lease_seconds: float = 60.0
+    # A background consolidation whose model failed is tried again after this, doubled each time.
+    job_retry_seconds: float = 2.0
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce", "keep"):

@@ -232,6 +232,7 @@ class PurgeCounts:
     tombstones: int = 0
     app_uses: int = 0
     app_controls: int = 0
+    jobs: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -243,6 +244,7 @@ class PurgeCounts:
             "tombstones": self.tombstones,
             "app_uses": self.app_uses,
             "app_controls": self.app_controls,
+            "jobs": self.jobs,
         }
 
     def plus(self, other: PurgeCounts) -> PurgeCounts:

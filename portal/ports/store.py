@@ -18,6 +18,7 @@ import numpy as np
 
 from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
+from portal.domain.jobs import Job
 from portal.domain.queries import Cursor, Filters, NeedsVector, Settings
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
 
@@ -134,6 +135,15 @@ class StoreTx(Protocol):
         """The place's uses (of one memory when given), most recent first."""
         ...
 
+    # consolidation jobs (portal.services.jobs): `work` kept as the store keeps text (encrypted)
+    def put_job(self, job: Job) -> None: ...
+    def get_job(self, job_id: str) -> Job | None:
+        """The job with this id in this place, its work included; None for any other id."""
+        ...
+    def save_job(self, job: Job) -> bool:
+        """Write the job's state, attempts, result, reason, work and time; False when it is gone."""
+        ...
+
 
 @runtime_checkable
 class Store(Protocol):
@@ -189,6 +199,13 @@ class Store(Protocol):
     def prune_receipts(self, older_than: datetime) -> int:
         """Delete, in every place, completed idempotency receipts created before `older_than`; a
         pending one (its request may still be running) stays. Answers how many were deleted."""
+        ...
+    def job_place(self, job_id: str) -> Place | None:
+        """The place a job belongs to (a worker is woken with its id alone); None when it is gone.
+        The one lookup of a person's rows by another key than the place: a job id is random."""
+        ...
+    def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
+        """Ids of jobs queued or running and not written since `before`, oldest first (maintenance)."""
         ...
     def prune_uses(self, older_than: datetime) -> int:
         """Delete, in every place, the apps' uses last counted before `older_than`. Answers how many."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from portal.domain.apps import App
+from portal.domain.jobs import JobQueue
 from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options
 from portal.domain.text import mask_pii, no_mask
 from portal.domain.types import Embedding, Place
@@ -30,6 +31,7 @@ class Context:
     id_factory: Callable[[], str]
     llm: LLM | None
     app: App | None = None  # the app this context acts for (MemoryService.for_app), None for the person and staff
+    queue: JobQueue | None = None  # what wakes a worker for a background job (portal.services.jobs)
 
     @staticmethod
     def mask_of(mask: Mask | str) -> Mask:

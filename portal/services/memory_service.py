@@ -18,6 +18,7 @@ from portal.domain.apps import App, AppSummary, AppUse
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
 from portal.domain.imports import Parsed
+from portal.domain.jobs import Job, JobQueue
 from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
 from portal.domain.text import no_mask
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, PurgeCounts, Revision, Saved
@@ -26,6 +27,7 @@ from portal.ports import Store
 from .apps import Apps, app_view
 from .consolidation import Consolidation, ConsolidationResult
 from .context import Context
+from .jobs import Jobs
 from .memories import Memories, Undone
 from .portability import Imported, Portability
 from .privacy import Privacy
@@ -58,6 +60,7 @@ class MemoryService:
         self.consolidation = Consolidation(self.ctx, self.memories)
         self.retention = Retention(self.ctx)
         self.apps = Apps(self.ctx)
+        self.jobs = Jobs(self.ctx, lambda app_id: self.for_app(App(app_id, "")) if app_id else self)
 
     def for_app(self, app: App) -> MemoryService:
         """The service as one connected app sees it (`portal.services.apps`): refused `app_blocked`
@@ -91,6 +94,14 @@ class MemoryService:
     @llm.setter
     def llm(self, value: LLM | None) -> None:
         self.ctx.llm = value
+
+    @property
+    def queue(self) -> JobQueue | None:
+        return self.ctx.queue
+
+    @queue.setter
+    def queue(self, value: JobQueue | None) -> None:
+        self.ctx.queue = value
 
     @property
     def options(self) -> Options:
@@ -212,6 +223,15 @@ class MemoryService:
     # learning and keeping: portal.services.consolidation, portal.services.retention
     def consolidate(self, place: Any, transcript: Any, ref: Any, **settings: Any) -> ConsolidationResult:
         return self.consolidation.consolidate(place, transcript, ref, **settings)
+
+    def consolidate_later(self, place: Place, transcript: Any, ref: Any, **settings: Any) -> Job:
+        return self.jobs.submit(place, transcript, ref, **settings)
+
+    def job(self, place: Place, job_id: str) -> Job:
+        return self.jobs.get(place, job_id)
+
+    def run_job(self, job_id: str) -> float | None:
+        return self.jobs.run(job_id)
 
     def prune(
         self, history_older_than: timedelta | None = None, receipts_older_than: timedelta | None = None,

@@ -142,6 +142,8 @@ def make_world(tmp_path: Path) -> Iterator[Callable[..., World]]:
         return world
 
     yield make
+    for world in worlds:  # the job queue's connection (PostgreSQL), made when a job was queued
+        world.runtime.queue.close()
     errors = [seen for w in worlds for seen in w.recorder.seen if seen[2] >= 500]
     assert not errors, f"server errors: {errors}"
 

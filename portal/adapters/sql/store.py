@@ -44,6 +44,7 @@ from portal.adapters.sql.janitor import Janitor
 from portal.adapters.sql.statements import LOCK_NOT_DURABLE
 from portal.adapters.sql.tables import (
     app_uses,
+    consolidation_jobs,
     idempotency_receipts,
     memories,
     memory_revisions,
@@ -261,10 +262,14 @@ class SqlStore:
     def prune_history(self, older_than: datetime) -> int:
         later = memory_revisions.alias("later")
         replaced = or_(
-            exists().where(later.c.memory_id == R.memory_id, later.c.revision > R.revision, later.c.written_at < older_than),
+            exists().where(later.c.owner_id == R.owner_id, later.c.scope == R.scope, later.c.memory_id == R.memory_id,
+                           later.c.revision > R.revision, later.c.written_at < older_than),
             exists().where(M.id == R.memory_id, M.owner_id == R.owner_id, M.scope == R.scope, M.updated_at < older_than),
         )
-        deleted = self._delete_in_batches(memory_revisions, (R.memory_id, R.revision), and_(R.written_at < older_than, replaced))
+        # Keyed and joined by owner too: each batch's DELETE names the owners it reaches (docs/operations.md,
+        # "Scaling past one database").
+        deleted = self._delete_in_batches(memory_revisions, (R.owner_id, R.scope, R.memory_id, R.revision),
+                                          and_(R.written_at < older_than, replaced))
         if deleted:
             self.after_erasure()  # earlier wordings are a person's words too
         return deleted
@@ -274,6 +279,19 @@ class SqlStore:
         return self._delete_in_batches(
             idempotency_receipts, (t.owner_id, t.scope, t.key), and_(t.status != 0, t.created_at < older_than)
         )
+
+    def job_place(self, job_id: str) -> Place | None:
+        j = consolidation_jobs.c
+        with self.engine.connect() as conn:
+            row = conn.execute(select(j.owner_id, j.scope).where(j.id == job_id)).first()
+        return Place(row.owner_id, row.scope) if row else None
+
+    def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
+        j = consolidation_jobs.c
+        query = (select(j.id).where(j.state.in_(["queued", "running"]), j.updated_at < before)
+                 .order_by(j.updated_at, j.id).limit(limit))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
 
     def prune_uses(self, older_than: datetime) -> int:
         u = app_uses.c

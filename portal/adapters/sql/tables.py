@@ -237,9 +237,32 @@ app_uses = Table(
     Index("ix_app_uses_last_at", "last_at"),
 )
 
+# Consolidation in the background (portal.services.jobs): one row per conversation sent with
+# "wait": false. `work` (the transcript and the host's settings, JSON) is encrypted like memory text
+# and cleared once the job is over; `result` holds counts and codes only. The id is random and
+# unique: a worker woken with a job's id finds its place by it (`SqlStore.job_place`).
+consolidation_jobs = Table(
+    "consolidation_jobs",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("id", String(64), primary_key=True),
+    Column("ref", String(200), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("app_id", String(64), nullable=True),
+    Column("result", Text, nullable=True),
+    Column("reason", String(64), nullable=True),
+    Column("work", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_consolidation_jobs_id", "id", unique=True),
+    Index("ix_consolidation_jobs_state_updated", "state", "updated_at"),
+)
+
 OWNER_TABLES = (
     memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones,
-    memory_places, app_controls, app_uses,
+    memory_places, app_controls, app_uses, consolidation_jobs,
 )
 
 # API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,

@@ -45,8 +45,10 @@ class PlaceWriting(PlaceTxState):
 
     def save(self, memory: Memory, expected_revision: int) -> bool:
         row = self._row(memory)
-        row.pop("id")
-        row.pop("created_at")
+        # The WHERE names the place, and a memory never moves: its owner (the column a sharded schema is
+        # distributed by, docs/operations.md) and scope are not written again.
+        for kept in ("id", "owner_id", "scope", "created_at"):
+            row.pop(kept)
         done = self.conn.execute(
             update(memories).where(self.here(), M.id == memory.id, M.revision == expected_revision).values(**row)
         ).rowcount

@@ -1,0 +1,51 @@
+"""The store contract on background consolidation jobs: kept in their place, their work as the
+store keeps text, found by id for a worker, listed when left unfinished, erased with the person."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from portal.contract.base import ContractBase
+from portal.domain.jobs import DONE, QUEUED, RUNNING, Job
+from portal.domain.types import Place
+from portal.ports import Store
+
+
+class JobsContract(ContractBase):
+    def job(self, store: Store, owner: str = "owner-a", state: str = QUEUED, at: float = 1) -> Job:
+        place = self.place(store, owner)
+        return Job(self.new_id(), place.owner_id, place.scope, "conv-1", state, 0, self.at(at), self.at(at),
+                   app_id="app-1", work={"transcript": [{"role": "user", "text": "I adopted a cat"}], "role": None})
+
+    def test_a_job_is_kept_read_and_saved_in_its_place_only(self, store: Store) -> None:
+        job = self.job(store)
+        here, other_owner, other_scope = self.places3(store)
+        with store.write(here) as tx:
+            tx.put_job(job)
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.get_job(job.id) == job and tx.get_job("\x00") is None and tx.get_job(self.new_id()) is None
+        for place in (other_owner, other_scope):
+            with store.read(place) as tx:
+                assert tx.get_job(job.id) is None
+        assert store.job_place(job.id) == here and store.job_place(self.new_id()) is None
+        done = replace(job, state=DONE, attempts=1, result={"status": "done", "added": 1}, work=None, updated_at=self.at(9))
+        with store.write(here) as tx:
+            assert tx.save_job(done) is True
+            assert tx.save_job(replace(done, id=self.new_id())) is False
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.get_job(job.id) == done
+
+    def test_unfinished_jobs_are_listed_oldest_first_and_erasure_takes_them(self, store: Store) -> None:
+        old, running, recent = self.job(store, at=1), self.job(store, "owner-b", RUNNING, at=2), self.job(store, at=50)
+        finished = self.job(store, state=DONE, at=1)
+        for job in (old, running, recent, finished):
+            with store.write(Place(job.owner_id, job.scope)) as tx:
+                tx.put_job(job)
+                tx.commit()
+        assert store.unfinished_jobs(self.at(10), 10) == [old.id, running.id]
+        assert store.unfinished_jobs(self.at(10), 1) == [old.id]
+        counts = store.purge_owner(old.owner_id)
+        assert counts.jobs == 3
+        assert store.job_place(old.id) is None and store.unfinished_jobs(self.at(100), 10) == [running.id]

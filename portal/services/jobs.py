@@ -1,0 +1,131 @@
+"""Consolidation in the background (`portal.domain.jobs`): a conversation is kept as a job, run by a
+worker through the same `Consolidation` the synchronous form calls, and tried again with back-off
+while the model fails.
+
+Framework-free. The queue that wakes a worker is handed in (`JobQueue`, the `huey` adapter in
+`portal.adapters.queue`); the job itself — its state, its encrypted transcript, its result — is a
+row of the person's place in the store, so `GET .../jobs/{id}` reads it like any of their data and
+their erasure takes it (a job that wakes for a person erased since finds nothing and ends). A job
+runs as the app that sent it (`MemoryService.for_app`): a person who blocked or paused that app in
+the meantime is obeyed when it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from portal.domain.errors import NotFound, Refused
+from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING, Job, JobQueue
+from portal.domain.types import Place, as_place
+
+from .context import Context, pid
+from .transcript import is_valid_ref, read_transcript
+
+if TYPE_CHECKING:
+    from .memory_service import MemoryService
+
+log = logging.getLogger("portal.memory")
+
+MAX_ATTEMPTS = 5  # the model is tried again after Options.job_retry_seconds, doubled each time: 2, 4, 8, 16 s
+
+
+class Jobs:
+    def __init__(self, ctx: Context, service: Callable[[str | None], MemoryService]) -> None:
+        self.ctx = ctx
+        self.service_for = service  # the service as the job's app sees it (None: no app)
+
+    # ---------------------------------------------------------------- the host's side
+
+    def submit(self, place: Place, transcript: Any, ref: Any, role: str | None = None, person_name: str | None = None,
+               language: str | None = None) -> Job:
+        """Keep a conversation to be learnt in the background and wake a worker; answers the job
+        (`queued`). Refused: `invalid_ref`, `invalid_transcript`, `app_blocked`, `ai_disabled`; `queue_unavailable`
+        when no queue is configured (the host answers synchronously then)."""
+        ctx, place = self.ctx, as_place(place)
+        ctx.admit(place)
+        if not ctx.ai_enabled(place):
+            raise Refused("ai_disabled")
+        if ctx.queue is None:
+            raise Refused("queue_unavailable")
+        if not is_valid_ref(ref):
+            raise Refused("invalid_ref")
+        if read_transcript(transcript) is None:
+            raise Refused("invalid_transcript")
+        now = ctx.clock()
+        job = Job(ctx.id_factory(), place.owner_id, place.scope, ref, QUEUED, 0, now, now,
+                  app_id=ctx.app.id if ctx.app else None,
+                  work={"transcript": transcript, "role": role, "person_name": person_name, "language": language})
+        with ctx.store.write(place) as tx:
+            tx.put_job(job)
+            tx.commit()
+        ctx.queue.enqueue(job.id)
+        log.info("job.queued place=%s id=%s", pid(place), job.id)
+        return job
+
+    def get(self, place: Place, job_id: str) -> Job:
+        """The job with this id in this place (without its transcript); NotFound for anyone else's."""
+        with self.ctx.store.read(as_place(place)) as tx:
+            job = tx.get_job(job_id)
+        if job is None:
+            raise NotFound()
+        return replace(job, work=None)
+
+    # ---------------------------------------------------------------- the worker's side
+
+    def run(self, job_id: str) -> float | None:
+        """Run one job (a worker woken by the queue). Answers the seconds after which it is to be
+        tried again (the model failed and attempts are left, or another worker holds it: then once
+        its lease is over), else None: done, failed for good, already over, or gone with its person. Never raises for a job's
+        own failure; logs ids and codes only."""
+        ctx = self.ctx
+        place = ctx.store.job_place(job_id)
+        if place is None:
+            return None
+        lease = timedelta(seconds=max(ctx.options.lease_seconds, 1) * 10)
+        with ctx.store.write(place) as tx:
+            job = tx.get_job(job_id)
+            now = ctx.clock()
+            if job is None or job.state in (DONE, FAILED) or job.work is None:
+                return None
+            if job.state == RUNNING and job.updated_at > now - lease:
+                # Another worker has it, or had it and died: look again once its lease is over.
+                return (job.updated_at + lease - now).total_seconds() + 1
+            job = replace(job, state=RUNNING, attempts=job.attempts + 1, updated_at=now)
+            tx.save_job(job)
+            tx.commit()
+        work = job.work or {}
+        try:
+            result = self.service_for(job.app_id).consolidate(
+                place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
+                language=work.get("language"))
+            outcome, reason = result.to_json(), result.reason if result.status == "failed" else None
+        except Refused as refused:  # the person blocked the app since: it will not run
+            outcome, reason = None, refused.code
+        retry = reason is not None and outcome is not None and job.attempts < MAX_ATTEMPTS
+        if retry:
+            finished = replace(job, state=QUEUED, reason=reason, updated_at=ctx.clock())
+        elif reason is not None:
+            finished = replace(job, state=FAILED, reason=reason, result=outcome, work=None, updated_at=ctx.clock())
+        else:
+            finished = replace(job, state=DONE, result=outcome, work=None, updated_at=ctx.clock())
+        with ctx.store.write(place) as tx:
+            if tx.get_job(job_id) is None:
+                return None  # erased while it ran: nothing of it stays
+            tx.save_job(finished)
+            tx.commit()
+        log.info("job.%s place=%s id=%s attempts=%d reason=%s", finished.state, pid(place), job_id, job.attempts,
+                 reason)
+        return ctx.options.job_retry_seconds * 2 ** (job.attempts - 1) if retry else None
+
+    def stale(self, limit: int = 500) -> Sequence[str]:
+        """Jobs a worker should take up: queued, or running longer than a lease without news (its
+        worker died). For `memory-portal worker` at start: a queue may have lost their wake-up."""
+        lease = timedelta(seconds=max(self.ctx.options.lease_seconds, 1) * 10)
+        return self.ctx.store.unfinished_jobs(self.ctx.clock() - lease, limit)
+
+
+__all__ = ["MAX_ATTEMPTS", "JobQueue", "Jobs"]
