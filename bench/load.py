@@ -356,7 +356,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         SECTION,
         "",
-        "`memory-portal serve` (gunicorn, sync workers) on PostgreSQL, driven over loopback by "
+        "`memory-portal serve` (gunicorn, threaded workers: `--threads`, 8 by default) on PostgreSQL, driven over loopback by "
         f"{s['clients']} client threads (one httpx client each) for {s['duration']:.0f} s per run after "
         f"a {s['warmup']:.0f} s warm-up. The mix: 70% recall (limit 5), 20% remember, 5% list (a page of 50), "
         f"5% portrait, each for one of {s['people']} people holding {result['seed']['memories'] // s['people']} "
@@ -391,7 +391,7 @@ def markdown(result: dict[str, Any]) -> str:
             "more workers than CPUs add processes, not capacity. With the local model every recall and remember "
             "embeds a sentence in the worker, which holds throughput to about "
             f"{best['local']:.0f} req/s against {best['none']:.0f} req/s without a model; list and portrait embed "
-            "nothing but wait behind those requests in the same sync workers. The clients are a closed loop "
+            "nothing but wait behind those requests in the same workers. The clients are a closed loop "
             f"({s['clients']} of them for 2 or 4 workers), so a request usually queues behind others and the "
             "percentiles include that wait. Before `memory-portal serve` shared the CPUs out among its workers "
             "(`OMP_NUM_THREADS`, see `portal/serve.py`), each worker's torch ran one spinning thread per CPU: the "
