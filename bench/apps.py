@@ -14,9 +14,7 @@ bench/results/apps.json.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +23,6 @@ from typing import Any
 from bench.common import (
     PrecomputedEmbedder,
     embed_cached,
-    fresh_database,
     load_average,
     machine,
     percentiles,
@@ -34,32 +31,11 @@ from bench.common import (
     sentences,
     write_results,
 )
-from portal.adapters.memory.store import InMemoryStore
+from bench.latency import open_store
 from portal.domain.apps import App
 from portal.domain.options import Options
 from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
-
-
-@contextmanager
-def open_store(kind: str, pg_server: str | None) -> Iterator[Any]:
-    if kind == "memory":
-        yield InMemoryStore()
-        return
-    from portal.adapters.sql.engine import make_engine
-    from portal.adapters.sql.migrate import upgrade
-    from portal.adapters.sql.store import SqlStore
-
-    folder = tempfile.mkdtemp(prefix="bench-apps-") if kind == "sqlite" else None
-    url = f"sqlite:///{folder}/memory.db" if folder else fresh_database(pg_server or "", "bench_apps")
-    engine = make_engine(url)
-    upgrade(engine)
-    try:
-        yield SqlStore(engine)
-    finally:
-        engine.dispose()
-        if folder:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def paired(calls: int, plain: Callable[[int], Any], app: Callable[[int], Any], warmup: int = 10) -> dict[str, Any]:
@@ -82,7 +58,7 @@ def paired(calls: int, plain: Callable[[int], Any], app: Callable[[int], Any], w
 
 def measure(kind: str, args: argparse.Namespace, pool: list[tuple[str, str]], table: dict[str, Any],
             qs: list[str], pg_server: str | None) -> dict[str, Any]:
-    with open_store(kind, pg_server) as store:
+    with open_store(kind, pg_server, "apps") as store:
         options = Options(max_active=None)
         service = MemoryService(store, embedder=PrecomputedEmbedder(table), options=options)
         place = Place("reader", "bench")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -128,38 +128,6 @@ class InMemoryStore:
     def audit_trail(self) -> builtins.list[AuditEntry]:
         return list(self.audit_entries)
 
-    def prune_history(self, older_than: datetime) -> int:
-        pruned = 0
-        for place in list(self._places):
-            with self._lock(place):
-                data = self._places.get(place)
-                if data is None:
-                    continue
-                kept_data = data.copy()
-                for memory_id, stack in data.revisions.items():
-                    current = data.memories.get(memory_id)
-                    kept = [r for r in stack if not _replaced_before(r, stack, current, older_than)]
-                    pruned += len(stack) - len(kept)
-                    kept_data.revisions[memory_id] = kept
-                self._places[place] = kept_data
-        return pruned
-
-    def prune_receipts(self, older_than: datetime) -> int:
-        pruned = 0
-        for place in list(self._places):
-            with self._lock(place):
-                data = self._places.get(place)
-                if data is None:
-                    continue
-                kept_data = data.copy()
-                kept_data.receipts = {
-                    key: r for key, r in data.receipts.items()
-                    if r.status == 0 or r.created_at is None or r.created_at >= older_than
-                }
-                pruned += len(data.receipts) - len(kept_data.receipts)
-                self._places[place] = kept_data
-        return pruned
-
     def job_place(self, job_id: str) -> Place | None:
         return next((place for place, data in list(self._places.items()) if job_id in data.jobs), None)
 
@@ -168,20 +136,48 @@ class InMemoryStore:
                  if job.state in (QUEUED, RUNNING) and job.updated_at < before]
         return [job.id for job in sorted(found, key=lambda j: (j.updated_at, j.id))[:limit]]
 
+    def prune_history(self, older_than: datetime) -> int:
+        def prune(data: _PlaceData, kept: _PlaceData) -> int:
+            pruned = 0
+            for memory_id, stack in data.revisions.items():
+                current = data.memories.get(memory_id)
+                left = [r for r in stack if not _replaced_before(r, stack, current, older_than)]
+                pruned += len(stack) - len(left)
+                kept.revisions[memory_id] = left
+            return pruned
+
+        return self._prune_places(prune)
+
+    def prune_receipts(self, older_than: datetime) -> int:
+        def prune(data: _PlaceData, kept: _PlaceData) -> int:
+            kept.receipts = {key: r for key, r in data.receipts.items()
+                             if r.status == 0 or r.created_at is None or r.created_at >= older_than}
+            return len(data.receipts) - len(kept.receipts)
+
+        return self._prune_places(prune)
+
     def prune_uses(self, older_than: datetime) -> int:
+        def prune(data: _PlaceData, kept: _PlaceData) -> int:
+            kept.uses = {key: u for key, u in data.uses.items() if u.last_at >= older_than}
+            return len(data.uses) - len(kept.uses)
+
+        return self._prune_places(prune)
+
+    def _prune_places(self, prune: Callable[[_PlaceData, _PlaceData], int]) -> int:
+        """Each place under its lock: `prune(data, kept)` takes rows out of `kept`, a copy of the
+        place's data that then replaces it, and answers how many; a place left empty goes."""
         pruned = 0
         for place in list(self._places):
             with self._lock(place):
                 data = self._places.get(place)
                 if data is None:
                     continue
-                kept_data = data.copy()
-                kept_data.uses = {key: u for key, u in data.uses.items() if u.last_at >= older_than}
-                pruned += len(data.uses) - len(kept_data.uses)
-                if kept_data.is_empty():
+                kept = data.copy()
+                pruned += prune(data, kept)
+                if kept.is_empty():
                     self._places.pop(place, None)
                 else:
-                    self._places[place] = kept_data
+                    self._places[place] = kept
         return pruned
 
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
