@@ -66,8 +66,8 @@ POOL = 10_000
 
 
 @contextmanager
-def open_store(kind: str, pg_server: str | None, tag: str) -> Iterator[Any]:
-    """A fresh, migrated store of this kind, gone on leaving."""
+def open_store(kind: str, pg_server: str | None, tag: str, revision: str = "head") -> Iterator[Any]:
+    """A fresh store of this kind, migrated to `revision`, gone on leaving."""
     if kind == "memory":
         yield InMemoryStore()
         return
@@ -83,7 +83,7 @@ def open_store(kind: str, pg_server: str | None, tag: str) -> Iterator[Any]:
         assert pg_server is not None
         url = fresh_database(pg_server, f"bench_{tag}")
     engine = make_engine(url)
-    upgrade(engine)
+    upgrade(engine, revision)
     try:
         yield SqlStore(engine)
     finally:

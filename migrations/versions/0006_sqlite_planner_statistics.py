@@ -16,18 +16,16 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
+
+from portal.adapters.sql.planner import PER_PLACE, ROWS, Shapes, drop_statistics, write_statistics
 
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-ROWS = 1_000_000
-PER_PLACE = 1_000
-# index name (None: the primary key's own index) -> the average rows per value of each prefix of its columns
-SHAPES = {
+SHAPES: Shapes = {
     "memories": {
         None: "1",
         "ix_memories_place_state": f"{PER_PLACE} {PER_PLACE} {PER_PLACE // 2}",
@@ -42,35 +40,13 @@ SHAPES = {
 }
 
 
-def _primary_key_index(bind: sa.engine.Connection, table: str) -> str | None:
-    for row in bind.exec_driver_sql(f"PRAGMA index_list('{table}')"):
-        if row[3] == "pk":  # seq, name, unique, origin, partial
-            return str(row[1])
-    return None
-
-
 def upgrade() -> None:
     bind = op.get_bind()
-    if bind.dialect.name != "sqlite":
-        return
-    # ANALYZE makes the sqlite_stat1 table (it cannot be created otherwise); of a one-row table,
-    # so that a large database is not scanned here.
-    bind.exec_driver_sql("ANALYZE alembic_version")
-    for table, shapes in SHAPES.items():
-        bind.exec_driver_sql("DELETE FROM sqlite_stat1 WHERE tbl = ?", (table,))
-        bind.exec_driver_sql("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, NULL, ?)", (table, str(ROWS)))
-        for index, shape in shapes.items():
-            name = index or _primary_key_index(bind, table)
-            if name is not None:
-                bind.exec_driver_sql(
-                    "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", (table, name, f"{ROWS} {shape}")
-                )
-    # Load them into this connection too (new connections read them when they open).
-    bind.exec_driver_sql("ANALYZE sqlite_schema")
+    if bind.dialect.name == "sqlite":
+        write_statistics(bind, SHAPES)
 
 
 def downgrade() -> None:
     bind = op.get_bind()
-    if bind.dialect.name != "sqlite":
-        return
-    bind.exec_driver_sql("DELETE FROM sqlite_stat1 WHERE tbl IN ('memories', 'memory_revisions')")
+    if bind.dialect.name == "sqlite":
+        drop_statistics(bind, ("memories", "memory_revisions"))

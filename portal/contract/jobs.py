@@ -37,6 +37,20 @@ class JobsContract(ContractBase):
         with store.read(here) as tx:
             assert tx.get_job(job.id) == done
 
+    def test_a_job_id_two_places_hold_names_neither_place(self, store: Store) -> None:
+        """Keys hold the owner, so nothing stops two places holding one job id (ids are random: it
+        does not happen); a worker woken with it then runs neither rather than guessing."""
+        job = self.job(store)
+        theirs = replace(job, owner_id=self.place(store, "owner-b").owner_id)
+        for one in (job, theirs):
+            with store.write(Place(one.owner_id, one.scope)) as tx:
+                tx.put_job(one)
+                tx.commit()
+        assert store.job_place(job.id) is None
+        for one in (job, theirs):
+            with store.read(Place(one.owner_id, one.scope)) as tx:
+                assert tx.get_job(job.id) == one
+
     def test_unfinished_jobs_are_listed_oldest_first_and_erasure_takes_them(self, store: Store) -> None:
         old, running, recent = self.job(store, at=1), self.job(store, "owner-b", RUNNING, at=2), self.job(store, at=50)
         finished = self.job(store, state=DONE, at=1)

@@ -202,7 +202,8 @@ class Store(Protocol):
         ...
     def job_place(self, job_id: str) -> Place | None:
         """The place a job belongs to (a worker is woken with its id alone); None when it is gone.
-        The one lookup of a person's rows by another key than the place: a job id is random."""
+        The one lookup of a person's rows by another key than the place: a job id is random. An id
+        two places hold (keys hold the owner, so nothing refuses it) names neither: None."""
         ...
     def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
         """Ids of jobs queued or running and not written since `before`, oldest first (maintenance)."""
@@ -212,7 +213,7 @@ class Store(Protocol):
         ...
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         """Up to `limit` archived memories, in every place, neither written nor used since
-        `older_than` (`updated_at` and `last_used_at` both before it), as (place, id) in id order.
+        `older_than` (`updated_at` and `last_used_at` both before it), as (place, id) by owner, then id.
         Reads only: the service erases them under each place's write lock."""
         ...
 

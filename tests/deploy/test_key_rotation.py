@@ -114,3 +114,22 @@ def test_rotation_refuses_a_bad_batch_and_reads_nothing_it_cannot_decrypt(sqlite
         rotate_keys(store, stranger)
     assert not isinstance(failed.value, CipherError) and "tea" not in str(failed.value)
     assert len(under(sqlite_engine, key_a)) == len(TEXTS)  # nothing was rewritten
+
+
+def test_two_people_holding_the_same_memory_id_are_each_rotated_in_their_own_place(engine: Engine) -> None:
+    """Memory ids are unique within their owner (the keys lead with the owner, migration 0012):
+    the rotation pages and updates by owner and id, so neither row is skipped or touched as the other's."""
+    key_a, key_b = generate_key(), generate_key()
+    old = FernetCipher([key_a])
+    for owner, text in (("ada", "Likes green tea"), ("bob", "Keeps bees"), ("cyd", "Plays the cello")):
+        service = MemoryService(SqlStore(engine, cipher=old), id_factory=lambda: "0" * 32)
+        saved = service.remember(Place(owner, "tenant-1"), text)
+        assert isinstance(saved, Saved)
+        service.update(Place(owner, "tenant-1"), saved.memory.id, text=text + " a lot")  # a second wording
+    both = FernetCipher([key_b, key_a])
+    assert rotate_keys(SqlStore(engine, cipher=both), both, batch=1) == RotationCounts(memories=3, revisions=3)
+    new_only = SqlStore(engine, cipher=FernetCipher([key_b]))
+    for owner, text in (("ada", "Likes green tea"), ("bob", "Keeps bees"), ("cyd", "Plays the cello")):
+        with new_only.read(Place(owner, "tenant-1")) as tx:
+            assert [m.text for m in tx.get_many(["0" * 32])] == [text + " a lot"]
+            assert [r.text for r in tx.history("0" * 32)] == [text]

@@ -14,7 +14,7 @@ from sqlalchemy import Column, Integer, MetaData, Table, inspect, text
 from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.migrate import alembic_config, current_revision, head_revision, upgrade
-from portal.adapters.sql.tables import metadata
+from portal.adapters.sql.tables import OWNER_TABLES, metadata
 
 TABLES = {
     "tenants", "memories", "memory_revisions", "memory_settings", "consolidation_refs",
@@ -154,3 +154,175 @@ def test_sqlite_0008_redacts_the_receipts_that_held_answers(sqlite_blank_engine:
 @pytest.mark.postgres
 def test_postgres_0008_redacts_the_receipts_that_held_answers(pg_blank_engine: Engine) -> None:
     check_0008_redacts_the_receipts_that_held_answers(pg_blank_engine)
+
+
+def owner_less_keys(engine: Engine) -> list[tuple[str, str, list[str]]]:
+    """The primary keys and unique indexes of the tables holding a person's rows that do not start
+    with owner_id, as the database has them."""
+    inspector = inspect(engine)
+    found = []
+    for table in OWNER_TABLES:
+        keys = [("primary key", inspector.get_pk_constraint(table.name)["constrained_columns"])]
+        keys += [(i["name"], i["column_names"]) for i in inspector.get_indexes(table.name) if i["unique"]]
+        keys += [(c["name"], c["column_names"]) for c in inspector.get_unique_constraints(table.name)]
+        found += [(table.name, str(name), list(columns)) for name, columns in keys if columns[:1] != ["owner_id"]]
+    return found
+
+
+def test_every_key_of_a_persons_rows_starts_with_the_owner_in_the_models() -> None:
+    """Citus (and PostgreSQL's hash partitioning) enforce a primary key or a unique index only when
+    it holds the column the rows are spread by (docs/operations.md "Scaling past one database")."""
+    from sqlalchemy import UniqueConstraint
+
+    for table in OWNER_TABLES:
+        assert [c.name for c in table.primary_key.columns][:1] == ["owner_id"], table.name
+        for index in table.indexes:
+            assert not index.unique or [c.name for c in index.columns][:1] == ["owner_id"], (table.name, index.name)
+        for constraint in table.constraints:
+            if isinstance(constraint, UniqueConstraint):
+                assert [c.name for c in constraint.columns][:1] == ["owner_id"], (table.name, constraint.name)
+
+
+# The keys 0012 changed, as the database has them: primary keys, and whether the job index is unique.
+KEYED_BY_OWNER = {"memories": ["owner_id", "id"], "memory_revisions": ["owner_id", "memory_id", "revision"],
+                  "ix_consolidation_jobs_id unique": False}
+KEYED_BEFORE_0012 = {"memories": ["id"], "memory_revisions": ["memory_id", "revision"],
+                     "ix_consolidation_jobs_id unique": True}
+
+
+def changed_keys(engine: Engine) -> dict[str, Any]:
+    inspector = inspect(engine)
+    found: dict[str, Any] = {t: inspector.get_pk_constraint(t)["constrained_columns"] for t in ("memories", "memory_revisions")}
+    (jobs,) = [i for i in inspector.get_indexes("consolidation_jobs") if i["name"] == "ix_consolidation_jobs_id"]
+    found["ix_consolidation_jobs_id unique"] = bool(jobs["unique"])
+    return found
+
+
+def test_sqlite_every_key_of_a_persons_rows_starts_with_the_owner(sqlite_engine: Engine) -> None:
+    assert owner_less_keys(sqlite_engine) == [] and changed_keys(sqlite_engine) == KEYED_BY_OWNER
+
+
+@pytest.mark.postgres
+def test_postgres_every_key_of_a_persons_rows_starts_with_the_owner(pg_engine: Engine) -> None:
+    assert owner_less_keys(pg_engine) == [] and changed_keys(pg_engine) == KEYED_BY_OWNER
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)
+
+
+def check_0012_keys_by_owner_and_keeps_every_row(engine: Engine) -> None:
+    """0012: the memory tables are keyed by owner first and the job index is no longer unique; every
+    row comes through, the store reads it, and going back restores the old keys."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+    from sqlalchemy import insert, select
+    from sqlalchemy.exc import IntegrityError
+
+    from portal.adapters.sql.store import SqlStore
+    from portal.adapters.sql.tables import consolidation_jobs, memories, memory_revisions
+    from portal.domain.types import Place
+
+    upgrade(engine, "0011")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    vector = np.linspace(-1, 1, 384, dtype=np.float32)
+    memory = {"search_text": "swim sunday", "embedding_model": "m", "embedding_dim": 384, "embedding": vector,
+              "revision": 2, "words_key": "k", "kind": "fact", "importance": 3, "origin": "asserted",
+              "sources": "[]", "channel": "foreground", "seen": True, "pinned": False, "state": "active",
+              "last_op": "in_place", "created_at": now, "updated_at": now, "scope": "default"}
+    wording = {"kind": "fact", "importance": 3, "origin": "asserted", "sources": "[]", "op": "create",
+               "written_at": now, "scope": "default"}
+    job = {"scope": "default", "ref": "conv-1", "state": "queued", "attempts": 0, "created_at": now, "updated_at": now}
+    with engine.begin() as conn:
+        conn.execute(insert(memories), [dict(memory, id="m1", owner_id="ada", text="Swims on Sundays"),
+                                        dict(memory, id="m2", owner_id="bob", text="Keeps bees")])
+        conn.execute(insert(memory_revisions), [dict(wording, memory_id="m1", revision=1, owner_id="ada", text="Swims"),
+                                                dict(wording, memory_id="m2", revision=1, owner_id="bob", text="Bees")])
+        conn.execute(insert(consolidation_jobs).values(id="j1", owner_id="ada", **job))
+
+    def everything() -> list[list[tuple[Any, ...]]]:
+        with engine.connect() as conn:
+            return [[tuple(v.tobytes() if isinstance(v, np.ndarray) else v for v in r)
+                     for r in conn.execute(select(t).order_by(*t.primary_key.columns))]
+                    for t in (memories, memory_revisions, consolidation_jobs)]
+
+    before = everything()
+    assert changed_keys(engine) == KEYED_BEFORE_0012
+    upgrade(engine)
+    assert everything() == before and owner_less_keys(engine) == [] and changed_keys(engine) == KEYED_BY_OWNER
+    store = SqlStore(engine)
+    with store.read(Place("ada", "default")) as tx:
+        found = tx.get_many(["m1", "m2"])
+        assert [m.text for m in found] == ["Swims on Sundays"]
+        assert found[0].embedding is not None and np.allclose(found[0].embedding.vector, vector)
+        assert [r.text for r in tx.history("m1")] == ["Swims"] and tx.history("m2") == []
+    assert store.job_place("j1") == Place("ada", "default")
+    downgrade(engine, "0011")
+    assert everything() == before and changed_keys(engine) == KEYED_BEFORE_0012
+    upgrade(engine)
+    assert everything() == before and changed_keys(engine) == KEYED_BY_OWNER
+    # Now one id may name a memory of each of two people; going back below 0012 then refuses, whole.
+    with engine.begin() as conn:
+        conn.execute(insert(memories).values(dict(memory, id="m1", owner_id="bob", text="Runs")))
+    with pytest.raises(IntegrityError):
+        downgrade(engine, "0011")
+    assert changed_keys(engine) == KEYED_BY_OWNER and len(everything()[0]) == 3
+
+
+def test_sqlite_0012_keys_by_owner_and_keeps_every_row(sqlite_blank_engine: Engine) -> None:
+    check_0012_keys_by_owner_and_keeps_every_row(sqlite_blank_engine)
+
+
+@pytest.mark.postgres
+def test_postgres_0012_keys_by_owner_and_keeps_every_row(pg_blank_engine: Engine) -> None:
+    check_0012_keys_by_owner_and_keeps_every_row(pg_blank_engine)
+
+
+def test_sqlite_0012_leaves_no_copy_of_a_persons_words_for_a_later_erasure_to_miss(sqlite_blank_engine: Engine) -> None:
+    """0012 rebuilds the memory tables on SQLite: the old tables' pages are freed, not removed from
+    the file. They must hold nothing then (secure_delete), or an erasure after the migration would
+    leave the words the copy was made of."""
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from sqlalchemy import insert
+
+    from portal.adapters.sql.store import SqlStore
+    from portal.adapters.sql.tables import memories, memory_revisions
+    from portal.services.memory_service import MemoryService
+    from tests.security.scans import words_in_files
+
+    upgrade(sqlite_blank_engine, "0011")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    base = {"scope": "default", "kind": "fact", "importance": 3, "origin": "asserted", "sources": "[]"}
+    with sqlite_blank_engine.begin() as conn:
+        for i, (owner, said, earlier) in enumerate((("ada", "zqpelican", "zqheron"), ("bob", "xvotter", "xvbadger"))):
+            conn.execute(insert(memories).values(
+                id=f"m{i}", owner_id=owner, revision=2, text=f"Watches the {said}", search_text=f"watch the {said}",
+                words_key="k", channel="foreground", seen=True, pinned=False, state="active", last_op="update",
+                created_at=now, updated_at=now, **base))
+            conn.execute(insert(memory_revisions).values(
+                memory_id=f"m{i}", revision=1, owner_id=owner, text=f"Watches the {earlier}", op="create",
+                written_at=now, **base))
+    # Run by a connection of the operator's own (no secure_delete of the app's): 0012 sets it itself.
+    from sqlalchemy import create_engine, event
+
+    theirs = create_engine(sqlite_blank_engine.url)
+    event.listen(theirs, "connect", lambda dbapi, _record: dbapi.execute("PRAGMA secure_delete=OFF"))
+    upgrade(theirs)
+    theirs.dispose()
+    database = Path(str(sqlite_blank_engine.url.database))
+    # The rebuild went through the write-ahead log; the upgrade leaves it truncated, not at that size.
+    assert Path(f"{database}-wal").stat().st_size == 0
+    store = SqlStore(sqlite_blank_engine)
+    MemoryService(store).purge_owner("ada")
+    assert store.settle(30)
+    assert words_in_files(database, ["zqpelican", "zqheron"], "after the erasure") == []
+    # The scan can fail: the person kept is still there, words and earlier wordings.
+    assert len(words_in_files(database, ["xvotter", "xvbadger"], "kept")) >= 2

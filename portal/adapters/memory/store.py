@@ -129,7 +129,8 @@ class InMemoryStore:
         return list(self.audit_entries)
 
     def job_place(self, job_id: str) -> Place | None:
-        return next((place for place, data in list(self._places.items()) if job_id in data.jobs), None)
+        found = [place for place, data in list(self._places.items()) if job_id in data.jobs]
+        return found[0] if len(found) == 1 else None
 
     def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
         found = [job for data in list(self._places.values()) for job in list(data.jobs.values())
@@ -188,7 +189,7 @@ class InMemoryStore:
             if m.state == "archived" and m.updated_at < older_than
             and (m.last_used_at is None or m.last_used_at < older_than)
         ]
-        return sorted(found, key=lambda pair: pair[1])[:limit]
+        return sorted(found, key=lambda pair: (pair[0].owner_id, pair[1]))[:limit]
 
 
 def _replaced_before(revision: Revision, stack: builtins.list[Revision], current: Memory | None, cutoff: datetime) -> bool:

@@ -10,6 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
+from portal.adapters.sql.engine import checkpoint
 from portal.adapters.sql.vector_extension import require_supported
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "migrations"
@@ -26,15 +27,22 @@ def alembic_config(engine: Engine | None = None) -> Config:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the database to `revision` (idempotent: an up-to-date database is left as it is).
 
-    On PostgreSQL it first refuses, with VectorExtensionError, a server whose pgvector is missing
+    On SQLite, once migrations ran, the write-ahead log is checkpointed and truncated. On
+    PostgreSQL it first refuses, with VectorExtensionError, a server whose pgvector is missing
     or older than the code needs, before any migration runs.
     """
     config = alembic_config(engine)
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             require_supported(conn)
+        before = MigrationContext.configure(conn).get_current_revision()
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
+        ran = MigrationContext.configure(conn).get_current_revision() != before
+    if ran and engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        # A migration that rewrites tables (0012) leaves their whole size in the write-ahead log:
+        # copied into the file and the log truncated, so it is not kept at that size.
+        checkpoint(engine)
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -52,21 +52,29 @@ class RotationCounts:
 
 @dataclass(frozen=True)
 class _Target:
+    """A table whose `column` holds encrypted text, paged through by its primary key (`key`, led by
+    the owner); each update is pinned to the row's owner and scope as well, like every statement."""
+
     name: str
     table: Table
-    key: tuple[Column[Any], ...]
     column: Column[Any]
     words: bool = False
 
+    @property
+    def key(self) -> tuple[Column[Any], ...]:
+        return tuple(self.table.primary_key.columns)
+
+    @property
+    def place_key(self) -> tuple[Column[Any], ...]:
+        """The key, with the scope after the owner where the key lacks it."""
+        scope = self.table.c.scope
+        return self.key if scope in self.key else (self.key[0], scope, *self.key[1:])
+
 
 TARGETS = (
-    _Target("memories", memories, (memories.c.id,), memories.c.text, words=True),
-    _Target("revisions", memory_revisions, (memory_revisions.c.memory_id, memory_revisions.c.revision), memory_revisions.c.text),
-    _Target(
-        "receipts", idempotency_receipts,
-        (idempotency_receipts.c.owner_id, idempotency_receipts.c.scope, idempotency_receipts.c.key),
-        idempotency_receipts.c.response,
-    ),
+    _Target("memories", memories, memories.c.text, words=True),
+    _Target("revisions", memory_revisions, memory_revisions.c.text),
+    _Target("receipts", idempotency_receipts, idempotency_receipts.c.response),
 )
 
 
@@ -98,8 +106,8 @@ def _rotate_table(
 ) -> tuple[int, int]:
     changed = unchanged = 0
     after: Sequence[Any] | None = None
-    columns = [*target.key, target.column, *([memories.c.words_key] if target.words else [])]
-    width = len(target.key)
+    columns = [*target.place_key, target.column, *([memories.c.words_key] if target.words else [])]
+    width = len(target.place_key)
     while True:
         query = select(*columns).where(target.column.is_not(None)).order_by(*target.key).limit(batch)
         if after is not None:
@@ -112,14 +120,15 @@ def _rotate_table(
                 if not values:
                     unchanged += 1
                     continue
-                where = and_(*(column == value for column, value in zip(target.key, key, strict=True)))
+                where = and_(*(column == value for column, value in zip(target.place_key, key, strict=True)))
                 # Compare-and-set on the token: a row the app rewrote meanwhile is the app's (and new).
                 changed += conn.execute(update(target.table).where(where, target.column == token).values(**values)).rowcount
         if progress:
             progress(len(rows))
         if len(rows) < batch:
             return changed, unchanged
-        after = tuple(rows[-1][:width])
+        last = rows[-1]._mapping
+        after = tuple(last[column] for column in target.key)
 
 
 def _new_values(

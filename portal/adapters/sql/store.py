@@ -232,7 +232,7 @@ class SqlStore:
             stale = stale | (M.embedding_dim != dim)
         query = (
             select(M.owner_id, M.scope, M.id, M.revision, M.text, M.updated_at)
-            .where(stale).order_by(M.id).limit(limit)
+            .where(stale).order_by(M.owner_id, M.id).limit(limit)  # the primary key's order: no sort
         )
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
@@ -283,8 +283,8 @@ class SqlStore:
     def job_place(self, job_id: str) -> Place | None:
         j = consolidation_jobs.c
         with self.engine.connect() as conn:
-            row = conn.execute(select(j.owner_id, j.scope).where(j.id == job_id)).first()
-        return Place(row.owner_id, row.scope) if row else None
+            rows = conn.execute(select(j.owner_id, j.scope).where(j.id == job_id).limit(2)).all()
+        return Place(rows[0].owner_id, rows[0].scope) if len(rows) == 1 else None
 
     def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
         j = consolidation_jobs.c
@@ -302,7 +302,7 @@ class SqlStore:
         query = (
             select(M.owner_id, M.scope, M.id)
             .where(M.state == "archived", M.updated_at < older_than, or_(M.last_used_at.is_(None), M.last_used_at < older_than))
-            .order_by(M.id).limit(limit)
+            .order_by(M.owner_id, M.id).limit(limit)  # the primary key's order: no sort
         )
         with self.engine.connect() as conn:
             return [(Place(r.owner_id, r.scope), r.id) for r in conn.execute(query)]

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -96,10 +97,13 @@ tenants = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+# Every key of a table holding a person's rows starts with owner_id, the column a sharded schema
+# spreads them by (docs/operations.md "Scaling past one database"): a memory id is unique within
+# its owner. Ids are random and made by the service, and no statement names one without its place.
 memories = Table(
     "memories",
     metadata,
-    _id(primary_key=True),
+    _id(nullable=False),
     Column("owner_id", String(200), nullable=False),
     Column("scope", String(200), nullable=False),
     Column("revision", Integer, nullable=False),
@@ -126,13 +130,14 @@ memories = Table(
     Index("ix_memories_place_created", "owner_id", "scope", "created_at", "id"),
     Index("ix_memories_place_words", "owner_id", "scope", "words_key"),
     Index("ix_memories_embedding_model", "embedding_model"),
+    PrimaryKeyConstraint("owner_id", "id"),
 )
 
 memory_revisions = Table(
     "memory_revisions",
     metadata,
-    Column("memory_id", String(64), primary_key=True),
-    Column("revision", Integer, primary_key=True),
+    Column("memory_id", String(64), nullable=False),
+    Column("revision", Integer, nullable=False),
     Column("owner_id", String(200), nullable=False),
     Column("scope", String(200), nullable=False),
     Column("text", Text, nullable=False),
@@ -145,6 +150,7 @@ memory_revisions = Table(
     Column("embedding_model", String(200), nullable=True),
     Column("embedding", VectorType, nullable=True),
     Index("ix_memory_revisions_place", "owner_id", "scope"),
+    PrimaryKeyConstraint("owner_id", "memory_id", "revision"),
 )
 
 memory_settings = Table(
@@ -239,8 +245,9 @@ app_uses = Table(
 
 # Consolidation in the background (portal.services.jobs): one row per conversation sent with
 # "wait": false. `work` (the transcript and the host's settings, JSON) is encrypted like memory text
-# and cleared once the job is over; `result` holds counts and codes only. The id is random and
-# unique: a worker woken with a job's id finds its place by it (`SqlStore.job_place`).
+# and cleared once the job is over; `result` holds counts and codes only. The id is random (made by
+# the service): a worker woken with a job's id finds its place by it (`SqlStore.job_place`), through
+# an index that is not unique, since a sharded schema can only enforce keys holding the owner.
 consolidation_jobs = Table(
     "consolidation_jobs",
     metadata,
@@ -256,7 +263,7 @@ consolidation_jobs = Table(
     Column("work", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    Index("ix_consolidation_jobs_id", "id", unique=True),
+    Index("ix_consolidation_jobs_id", "id"),
     Index("ix_consolidation_jobs_state_updated", "state", "updated_at"),
 )
 
