@@ -45,8 +45,6 @@ import os
 import platform
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -67,7 +65,7 @@ import httpx  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from bench.common import postgres  # noqa: E402
+from bench.common import free_port, postgres, stop  # noqa: E402
 
 BIN = Path(sys.executable).parent / "memory-portal"
 RESULTS = ROOT / "bench" / "results" / "load.json"
@@ -220,10 +218,13 @@ def seed(server: str, people: int, memories: int, seed_value: int) -> dict[str, 
 # ---------------------------------------------------------------- the server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def environment(url: str, embedder: str, log: Path, **extra: str) -> dict[str, str]:
+    """What a process of the product started here sees: this one's environment less any MEMORY_
+    setting, then the database, the embedder, a secret and an instance folder beside its log."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env.update(MEMORY_DATABASE_URL=url, MEMORY_EMBEDDER=embedder, MEMORY_SECRET_KEY="load-" * 8,
+               MEMORY_INSTANCE_PATH=str(log.parent), **extra)
+    return env
 
 
 @contextmanager
@@ -231,14 +232,12 @@ def serving(url: str, workers: int, embedder: str, log: Path, extra_env: dict[st
             options: tuple[str, ...] = ()) -> Iterator[str]:
     """`memory-portal serve --workers N [options]` on a free loopback port until it answers /readyz
     and every worker has booted; SIGTERM on leaving, and a clean exit (0) is required."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env.update(MEMORY_DATABASE_URL=url, MEMORY_EMBEDDER=embedder, MEMORY_SECRET_KEY="load-" * 8,
-               MEMORY_INSTANCE_PATH=str(log.parent), MEMORY_API_RATE_LIMIT=RATE_LIMIT, MEMORY_ENV="production")
-    env.update(extra_env or {})
+    env = environment(url, embedder, log, **{"MEMORY_API_RATE_LIMIT": RATE_LIMIT, "MEMORY_ENV": "production",
+                                             **(extra_env or {})})
     port = free_port()
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen([str(BIN), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-                                 *options], env=env, stdout=out, stderr=subprocess.STDOUT)
+                                 *options], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180  # workers load the model before taking requests
@@ -255,15 +254,9 @@ def serving(url: str, workers: int, embedder: str, log: Path, extra_env: dict[st
             time.sleep(0.2)
         yield base
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                code = proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = proc.wait()
-            if code != 0:
-                raise RuntimeError(f"the server exited {code} after SIGTERM:\n{log.read_text()[-3000:]}")
+        code = stop(proc, grace=60)
+        if code != 0:
+            raise RuntimeError(f"the server exited {code} after SIGTERM:\n{log.read_text()[-3000:]}")
 
 
 # ---------------------------------------------------------------- the load
@@ -501,12 +494,9 @@ def fresh_copy(seeded: dict[str, Any], folder: Path) -> str:
 def job_worker(url: str, embedder: str, workers: int, log: Path, extra_env: dict[str, str]) -> Iterator[dict[str, Any]]:
     """`memory-portal worker --workers N` as its own process until it has started; SIGTERM on
     leaving. Answers a dict that holds its exit status afterwards."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env.update(MEMORY_DATABASE_URL=url, MEMORY_EMBEDDER=embedder, MEMORY_SECRET_KEY="load-" * 8,
-               MEMORY_INSTANCE_PATH=str(log.parent), **extra_env)
     with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen([str(BIN), "worker", "--workers", str(workers)], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([str(BIN), "worker", "--workers", str(workers)], env=environment(url, embedder, log, **extra_env),
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     status: dict[str, Any] = {}
     try:
         deadline = time.monotonic() + 60
@@ -516,14 +506,7 @@ def job_worker(url: str, embedder: str, workers: int, log: Path, extra_env: dict
             time.sleep(0.1)
         yield status
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        status["exit"] = proc.returncode
+        status["exit"] = stop(proc, grace=60)
 
 
 class Tally:
@@ -568,13 +551,13 @@ def settle(http: httpx.Client, location: str, timeout: float, every: float = 0.2
         time.sleep(every)
 
 
-def consolidator(base: str, key: str, how: str, stop: threading.Event, calls: Tally, turnaround: Tally,
+def consolidator(base: str, key: str, how: str, halt: threading.Event, calls: Tally, turnaround: Tally,
                  model_delay: float) -> None:
-    """Keeps one consolidation in flight until `stop`: a synchronous call (`wait`), or a job sent
+    """Keeps one consolidation in flight until `halt`: a synchronous call (`wait`), or a job sent
     with "wait": false and followed at its Location until done (`job`, polled once a second, as a
     host would: the polls are requests too, beside the recall measured)."""
     with httpx.Client(base_url=base, timeout=model_delay * 6, headers={"Authorization": f"Bearer {key}"}) as http:
-        while not stop.is_set():
+        while not halt.is_set():
             body = {"transcript": TRANSCRIPT, "ref": f"conv-{uuid.uuid4().hex}", "wait": how == "wait"}
             sent = time.monotonic()
             try:
@@ -617,9 +600,9 @@ def scenario(base: str, key: str, in_flight: int, how: str | None, args: argpars
     """Recall from --clients threads for --duration seconds, with `in_flight` consolidations kept
     going the whole time (started --warmup seconds before the count); then the consolidations are
     let finish (and followed to the end) before the next scenario."""
-    stop = threading.Event()
+    halt = threading.Event()
     calls, turnaround, recall = Tally(), Tally(), Tally()
-    keepers = [threading.Thread(target=consolidator, args=(base, key, how, stop, calls, turnaround, args.model_delay),
+    keepers = [threading.Thread(target=consolidator, args=(base, key, how, halt, calls, turnaround, args.model_delay),
                                 daemon=True) for _ in range(in_flight)]
     for t in keepers:
         t.start()
@@ -633,7 +616,7 @@ def scenario(base: str, key: str, in_flight: int, how: str | None, args: argpars
     for t in clients:
         t.join(args.warmup + args.duration + 90)
     after = os.getloadavg()
-    stop.set()
+    halt.set()
     drained = time.monotonic()
     for t in keepers:
         t.join(args.model_delay * 14)
