@@ -18,26 +18,15 @@ from __future__ import annotations
 
 from alembic import op
 
-from portal.adapters.sql.planner import PER_PLACE, ROWS, Shapes, drop_statistics, write_statistics
+from portal.adapters.sql.planner import drop_statistics, memory_table_shapes, write_statistics
 
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-SHAPES: Shapes = {
-    "memories": {
-        None: "1",
-        "ix_memories_place_state": f"{PER_PLACE} {PER_PLACE} {PER_PLACE // 2}",
-        "ix_memories_place_created": f"{PER_PLACE} {PER_PLACE} 1 1",
-        "ix_memories_place_words": f"{PER_PLACE} {PER_PLACE} 1",
-        "ix_memories_embedding_model": f"{ROWS // 2}",
-    },
-    "memory_revisions": {
-        None: "3 1",
-        "ix_memory_revisions_place": f"{PER_PLACE} {PER_PLACE}",
-    },
-}
+# the primary key (id) names one memory; (memory_id, revision): about 3 wordings per memory, then one
+SHAPES = memory_table_shapes("1", "3 1")
 
 
 def upgrade() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from portal.adapters.sql.planner import PER_PLACE, ROWS, Shapes, write_statistics
+from portal.adapters.sql.planner import PER_PLACE, Shapes, memory_table_shapes, write_statistics
 
 revision = "0012"
 down_revision = "0011"
@@ -34,19 +34,10 @@ KEYS = {
 
 
 def shapes(keyed_by_owner: bool) -> Shapes:
-    return {
-        "memories": {
-            None: f"{PER_PLACE} 1" if keyed_by_owner else "1",
-            "ix_memories_place_state": f"{PER_PLACE} {PER_PLACE} {PER_PLACE // 2}",
-            "ix_memories_place_created": f"{PER_PLACE} {PER_PLACE} 1 1",
-            "ix_memories_place_words": f"{PER_PLACE} {PER_PLACE} 1",
-            "ix_memories_embedding_model": f"{ROWS // 2}",
-        },
-        "memory_revisions": {
-            None: f"{PER_PLACE} 3 1" if keyed_by_owner else "3 1",
-            "ix_memory_revisions_place": f"{PER_PLACE} {PER_PLACE}",
-        },
-    }
+    """The planner statistics for the keys: led by the owner, about a thousand rows each."""
+    if keyed_by_owner:
+        return memory_table_shapes(f"{PER_PLACE} 1", f"{PER_PLACE} 3 1")
+    return memory_table_shapes("1", "3 1")  # 0006's
 
 
 def _rekey(new: bool) -> None:

@@ -24,6 +24,23 @@ PER_PLACE = 1_000
 Shapes = dict[str, dict[str | None, str]]
 
 
+def memory_table_shapes(memories_key: str, revisions_key: str) -> Shapes:
+    """The shapes of the two memory tables, given those of their primary keys (which 0012 changed)."""
+    return {
+        "memories": {
+            None: memories_key,
+            "ix_memories_place_state": f"{PER_PLACE} {PER_PLACE} {PER_PLACE // 2}",
+            "ix_memories_place_created": f"{PER_PLACE} {PER_PLACE} 1 1",
+            "ix_memories_place_words": f"{PER_PLACE} {PER_PLACE} 1",
+            "ix_memories_embedding_model": f"{ROWS // 2}",
+        },
+        "memory_revisions": {
+            None: revisions_key,
+            "ix_memory_revisions_place": f"{PER_PLACE} {PER_PLACE}",
+        },
+    }
+
+
 def primary_key_index(bind: Connection, table: str) -> str | None:
     for row in bind.exec_driver_sql(f"PRAGMA index_list('{table}')"):
         if row[3] == "pk":  # seq, name, unique, origin, partial
