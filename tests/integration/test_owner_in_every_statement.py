@@ -20,6 +20,7 @@ import re
 import sys
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,6 +281,23 @@ def _origin() -> tuple[str, ...]:
     return tuple(found)
 
 
+@contextmanager
+def sent_to(engine: Engine) -> Iterator[list[Statement]]:
+    """Every statement the engine sends meanwhile, judged."""
+    seen: list[Statement] = []
+
+    def capture(conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: bool) -> None:
+        compiled = getattr(context, "compiled", None)
+        statement = getattr(context, "invoked_statement", None) if compiled is not None else None
+        seen.append(Statement(*judge(statement, sql), _origin(), sql))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+
+
 # ---------------------------------------------------------------------------- the contract, watched
 
 @dataclass
@@ -309,19 +327,10 @@ class Watched:
             assert not unused, "allowed crossings the run never sent:\n" + "\n".join(map(repr, unused))
 
     def watched(self, engine: Engine, tally: Tally, request: pytest.FixtureRequest) -> Iterator[SqlStore]:
-        store, seen = SqlStore(engine, cache_bytes=self.cache_bytes), []
-
-        def capture(conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: bool) -> None:
-            compiled = getattr(context, "compiled", None)
-            statement = getattr(context, "invoked_statement", None) if compiled is not None else None
-            seen.append(Statement(*judge(statement, sql), _origin(), sql))
-
-        event.listen(engine, "before_cursor_execute", capture)
-        try:
+        store = SqlStore(engine, cache_bytes=self.cache_bytes)
+        with sent_to(engine) as seen:
             yield store
             store.settle()  # an erasure's VACUUM (PostgreSQL) is sent by the janitor thread
-        finally:
-            event.remove(engine, "before_cursor_execute", capture)
         checked = [s for s in seen if s.touched]
         findings = [s for s in checked if s.loose and s.allowed_by() is None]
         tally.tests.add(request.node.originalname)
@@ -437,21 +446,11 @@ def test_key_rotation_writes_each_row_in_its_own_place(engine_fixture: str, requ
         saved = service.remember(Place(owner, "s"), f"{owner} keeps bees")
         service.update(Place(owner, "s"), saved.memory.id, text=f"{owner} keeps two hives")
     both = FernetCipher([new, old])
-    seen: list[tuple[str, Loose]] = []
-
-    def capture(conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: bool) -> None:
-        statement = getattr(context, "invoked_statement", None) if getattr(context, "compiled", None) is not None else None
-        kind, loose, touched = judge(statement, sql)
-        if touched:
-            seen.append((kind, loose))
-
-    event.listen(engine, "before_cursor_execute", capture)
-    try:
+    with sent_to(engine) as sent:
         counts = rotate_keys(SqlStore(engine, cipher=both), both, batch=1)
-    finally:
-        event.remove(engine, "before_cursor_execute", capture)
     assert (counts.memories, counts.revisions) == (2, 2)
-    updates = [loose for kind, loose in seen if kind == "UPDATE"]
+    seen = [s for s in sent if s.touched]
+    updates = [s.loose for s in seen if s.kind == "UPDATE"]
     assert len(updates) == 4 and all(loose == frozenset() for loose in updates), updates
-    assert {loose for kind, loose in seen if kind == "SELECT"} <= {
+    assert {s.loose for s in seen if s.kind == "SELECT"} <= {
         people("memories"), people("memory_revisions"), people("idempotency_receipts")}
