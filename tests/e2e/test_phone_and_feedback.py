@@ -83,7 +83,11 @@ def test_toasts_close_and_the_undo_is_the_next_stop(signed_in: Page, live_server
             break
     expect(changed.get_by_role("button", name="Undo")).to_be_focused()
     page.keyboard.press("Enter")
+    # The undo has answered (CAT alone also matches the edited row, so wait for the wording to go
+    # and the undo's own toast: a Dismiss sent before it would close the save's toast instead).
+    expect(row(page, "a tabby")).to_have_count(0)
     expect(row(page, CAT)).to_be_visible()
+    expect(page.get_by_test_id("toast").last).to_contain_text("Undone.")
     # a toast closes with its button
     page.get_by_test_id("toast").last.get_by_role("button", name="Dismiss").click()
     expect(page.get_by_test_id("toast")).to_have_count(0)
