@@ -133,14 +133,14 @@ def import_file(file: BinaryIO, owner_id: str, tenant_ref: str, dry_run: bool, a
     """Add the memories FILE holds to OWNER_ID's: our own export (JSON), mem0's get_all/export
     JSON, or plain text with one memory per line. The same file twice adds nothing. Prints the
     counts, as JSON: added (with --dry-run: would be added), duplicates (already kept), refused
-    (by code)."""
+    (by code), earlier_refused (earlier wordings of the added memories left out, by code)."""
     runtime = current_runtime()
     place = Place(owner_id, tenant_ref_id(runtime, tenant_ref, as_json))
     parsed = parse(file.read(MAX_BYTES + 1))
     done = runtime.service.import_parsed(place, parsed, dry_run=dry_run,
                                          audit=None if dry_run else AuditNote(None, "operator", "person.imported"))
     click.echo(json.dumps({"format": done.format, "added": done.new, "duplicates": done.duplicates,
-                           "refused": done.refused, "dry_run": dry_run}))
+                           "refused": done.refused, "earlier_refused": done.earlier_refused, "dry_run": dry_run}))
 
 
 @click.command()

@@ -9,7 +9,8 @@
 
 Pure: no store, no clock. What is wrong with the file as a whole is a `Refused` with a stable
 code (`import_too_large`, `import_unreadable`, `import_unknown_version`, `import_empty`); what is
-wrong with one memory is left to the checks every write runs.
+wrong with one memory or one earlier wording is left to the checks every write runs
+(`portal.services.portability`): this module only reads each field's shape, never trusts its value.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,3}[.)])\s+")
 
 @dataclass(frozen=True, slots=True)
 class EarlierWording:
-    revision: int
-    text: Any  # checked when it is kept
-    kind: str
-    importance: int
+    revision: int  # 0 when the file gives no whole number
+    text: Any  # text, kind and importance as the file gives them: checked when it is kept
+    kind: Any
+    importance: Any
     origin: str
     sources: tuple[Source, ...]
     written_at: datetime | None
@@ -57,7 +58,7 @@ class Item:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     last_used_at: datetime | None = None
-    earlier: tuple[EarlierWording, ...] = field(default_factory=tuple)
+    earlier: tuple[EarlierWording, ...] = field(default_factory=tuple)  # as the file lists them, newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +110,11 @@ def _json(data: Any) -> Parsed:
 
 
 def _ours(m: dict[str, Any]) -> Item:
+    revisions = m.get("revisions")
     earlier = tuple(
-        EarlierWording(_int(r.get("revision"), 1), r.get("text"), str(r.get("kind") or m.get("kind") or "fact"),
-                       _int(r.get("importance"), 3), _origin(r.get("origin")), _sources(r.get("sources")),
-                       _time(r.get("written_at")))
-        for r in reversed(m.get("revisions") or []) if isinstance(r, dict)  # oldest first
+        EarlierWording(_int(r.get("revision"), 0), r.get("text"), r.get("kind") or m.get("kind"), r.get("importance"),
+                       _origin(r.get("origin")), _sources(r.get("sources")), _time(r.get("written_at")))
+        for r in (revisions if isinstance(revisions, list) else ()) if isinstance(r, dict)
     )
     return Item(
         m.get("text"), m.get("kind"), m.get("importance"), pinned=m.get("pinned") is True, origin=_origin(m.get("origin")),

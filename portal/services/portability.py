@@ -1,22 +1,34 @@
 """Bringing memories in: an import of a file `portal.domain.imports` has read, into one place, in
 one transaction with its audit entry.
 
-Every memory passes the checks every write runs (`drafts.draft`: text, kind, content rules,
-other people's names); one refused is counted by its code, never half kept. An import is
-idempotent: a memory whose words the place already holds, in any state, or that the same file
-repeats, is counted as a duplicate and not added again, so the same file twice adds nothing.
-Our own export comes back as it went: kinds, importance, pins, origins, channel, state, times
-and every earlier revision (under new ids: ids are never reused).
+Every wording a file brings, the current one and each earlier one alike, passes the checks every
+write runs (`drafts.draft`: text cleaning, length, kind resolution, content rules, other people's
+names, the importance clamp), so no Undo can later make current what no write would have kept. A
+memory whose current wording is refused is counted by its code, never half kept. An earlier
+wording that is refused, or whose revision number is missing, repeated or not below the memory's
+(`invalid_revision`), is left out and counted by its code (`earlier_refused`); the memory itself is
+kept. An import is idempotent: a memory whose words the place already holds, in any state, or that
+the same file repeats, is counted as a duplicate and not added again, so the same file twice adds
+nothing.
+
+Nothing else a file says is taken on trust: sources are kept only of the kinds a write gives
+(`portal`, `api`, `tool`, `consolidation`), with a readable reference of at most 200 characters; a
+source of kind `import` is never taken from a file, and every wording an import keeps carries its
+own batch (`Source("import", batch)`), so one import's Undo takes back exactly what it added. Times
+later than the import become the import's time (a memory never changes before it is made, nor an
+earlier wording outside its memory's life). Our own export comes back as it went: kinds, importance,
+pins, origins, channel, state, times and every earlier revision (under new ids: ids are never reused).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
-from portal.domain.imports import Item, Parsed
+from portal.domain.imports import EarlierWording, Item, Parsed
 from portal.domain.types import Memory, Place, Revision, Source, as_place
 from portal.inputs import is_valid_text
 from portal.ports import Filters
@@ -24,23 +36,41 @@ from portal.ports import Filters
 from .context import Context
 from .drafts import Draft, draft
 
+# The kinds of source a file may carry for a wording: what writes give. Never `import`: only the
+# import's own batch marks what it added.
+SOURCE_KINDS = ("portal", "api", "tool", "consolidation")
+MAX_REF = 200
 
 @dataclass(frozen=True)
 class Imported:
     """What an import did: the ids added, how many were already there, and the refusals by code;
-    `new` is how many were (or, in a dry run, would be) added."""
+    `new` is how many were (or, in a dry run, would be) added; `earlier_refused` counts by code the
+    earlier wordings of those memories that were (or would be) left out."""
 
     format: str
     added: list[str]
     duplicates: int
     refused: dict[str, int] = field(default_factory=dict)
     new: int = 0
+    earlier_refused: dict[str, int] = field(default_factory=dict)
     batch: str = ""  # the import's own id: every memory it added carries Source("import", batch)
     texts_new: list[str] = field(default_factory=list)  # a dry run's preview, for the person's own eyes
     texts_held: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {"added": len(self.added), "duplicates": self.duplicates, "refused": sum(self.refused.values())}
+        return {"added": len(self.added), "duplicates": self.duplicates, "refused": sum(self.refused.values()),
+                "earlier_refused": sum(self.earlier_refused.values())}
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One memory of the file that passed the checks: its current wording, its earlier wordings
+    that passed too, and those left out, by code."""
+
+    item: Item
+    draft: Draft
+    earlier: list[tuple[EarlierWording, Draft]]
+    left_out: Counter[str]
 
 
 class Portability:
@@ -52,57 +82,81 @@ class Portability:
         """Keep what `parsed` holds in `place`; with `dry_run`, only say what would be kept."""
         ctx, place = self.ctx, as_place(place)
         refused: Counter[str] = Counter()
-        checked: list[tuple[Item, Draft]] = []
+        checked: list[Checked] = []
         for item in parsed.items:
             try:
-                checked.append((item, draft(ctx, place, item.text, item.kind or "fact", item.importance, None, True,
-                                            person_name)))
+                current = draft(ctx, place, item.text, item.kind or "fact", item.importance, None, True, person_name)
             except Refused as exc:
                 refused[exc.code] += 1
+                continue
+            checked.append(Checked(item, current, *self.earlier_wordings(place, item, person_name)))
         added: list[str] = []
         duplicates = 0
         held_texts: list[str] = []
         with ctx.store.write(place) as tx:
             held = {m.words_key for m in tx.list(Filters(state=None))}
-            fresh: list[tuple[Item, Draft]] = []
-            for item, checked_draft in checked:
-                if checked_draft.words_key in held:
+            fresh: list[Checked] = []
+            for one in checked:
+                if one.draft.words_key in held:
                     duplicates += 1
-                    held_texts.append(checked_draft.text)
+                    held_texts.append(one.draft.text)
                     continue
-                held.add(checked_draft.words_key)
-                fresh.append((item, checked_draft))
+                held.add(one.draft.words_key)
+                fresh.append(one)
+            left_out = sum((one.left_out for one in fresh), Counter[str]())
             if dry_run:
-                return Imported(parsed.format, [], duplicates, dict(refused), new=len(fresh),
-                                texts_new=[d.text for _, d in fresh], texts_held=held_texts)
-            vectors = ctx.embed_many(place, [d.text for _, d in fresh], "document")
+                return Imported(parsed.format, [], duplicates, dict(refused), new=len(fresh), earlier_refused=dict(left_out),
+                                texts_new=[one.draft.text for one in fresh], texts_held=held_texts)
+            vectors = ctx.embed_many(place, [one.draft.text for one in fresh], "document")
             now = ctx.clock()
             batch = ctx.id_factory()
-            source = Source("import", batch)
-            for (item, d), vector in zip(fresh, vectors, strict=True):
-                created = item.created_at or now
+            own = Source("import", batch)
+            for one, vector in zip(fresh, vectors, strict=True):
+                item, d = one.item, one.draft
+                created = _not_after(item.created_at, now) or now
+                updated = max(_not_after(item.updated_at, now) or created, created)
                 memory = Memory(
                     id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=item.revision,
-                    text=d.text, kind=d.kind, importance=d.importance, created_at=created,
-                    updated_at=item.updated_at or created, origin=item.origin, sources=(*item.sources, source),
-                    channel=item.channel, seen=item.seen, pinned=item.pinned, state=item.state,
-                    last_used_at=item.last_used_at, embedding=vector, words_key=d.words_key,
-                    last_op="create" if item.revision == 1 else "update",
+                    text=d.text, kind=d.kind, importance=d.importance, created_at=created, updated_at=updated,
+                    origin=item.origin, sources=_sources(item.sources, own), channel=item.channel, seen=item.seen,
+                    pinned=item.pinned, state=item.state, last_used_at=_not_after(item.last_used_at, now),
+                    embedding=vector, words_key=d.words_key, last_op="create" if item.revision == 1 else "update",
                 )
                 tx.insert(memory)
-                for earlier in item.earlier:
-                    if not is_valid_text(earlier.text) or not 0 < earlier.revision < item.revision:
-                        continue  # an earlier wording the file garbled is not worth refusing the memory
+                for earlier, e in sorted(one.earlier, key=lambda kept: kept[0].revision):  # the stores' order of writes
+                    written = min(max(earlier.written_at or created, created), updated)
                     tx.push_revision(Revision(
-                        memory.id, earlier.revision, earlier.text[:ctx.options.max_text_length], earlier.kind,
-                        earlier.importance, earlier.origin, earlier.sources, earlier.written_at or created,
-                        op="create" if earlier.revision == 1 else "update"))
+                        memory.id, earlier.revision, e.text, e.kind, e.importance, earlier.origin,
+                        _sources(earlier.sources, own), written, op="create" if earlier.revision == 1 else "update"))
                 added.append(memory.id)
-            result = Imported(parsed.format, added, duplicates, dict(refused), new=len(added), batch=batch)
+            result = Imported(parsed.format, added, duplicates, dict(refused), new=len(added), batch=batch,
+                              earlier_refused=dict(left_out))
             if audit is not None:
                 tx.record(audit.entry(place.owner_id, place.scope, result.counts(), at=now))
             tx.commit()
         return result
+
+    def earlier_wordings(self, place: Place, item: Item,
+                         person_name: str | None) -> tuple[list[tuple[EarlierWording, Draft]], Counter[str]]:
+        """The earlier wordings of `item` as a write would keep them, and those left out by code: a
+        wording refused by the checks of any write, or `invalid_revision` for a number missing, not
+        below the memory's own, or given twice (the first the file lists keeps it)."""
+        kept: list[tuple[EarlierWording, Draft]] = []
+        left_out: Counter[str] = Counter()
+        numbers: set[int] = set()
+        for earlier in item.earlier:
+            if not 0 < earlier.revision < item.revision or earlier.revision in numbers:
+                left_out["invalid_revision"] += 1
+                continue
+            try:
+                checked = draft(self.ctx, place, earlier.text, earlier.kind or "fact", earlier.importance, None, True,
+                                person_name)
+            except Refused as exc:
+                left_out[exc.code] += 1
+                continue
+            numbers.add(earlier.revision)
+            kept.append((earlier, checked))
+        return kept, left_out
 
     def undo_import(self, place: Place, batch: str, audit: AuditNote | None = None) -> int:
         """Take back one import: forget every memory it added (its revisions too, tombstoned as
@@ -120,3 +174,18 @@ class Portability:
                 tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(ids)}, at=ctx.clock()))
             tx.commit()
         return len(ids)
+
+
+def _sources(given: tuple[Source, ...], own: Source) -> tuple[Source, ...]:
+    """The sources a file gives a wording that a write could have given it, then the import's own."""
+    kept: list[Source] = []
+    for source in given:
+        if source.kind in SOURCE_KINDS:
+            ref = source.ref if is_valid_text(source.ref) and 0 < len(source.ref or "") <= MAX_REF else None
+            if Source(source.kind, ref) not in kept:
+                kept.append(Source(source.kind, ref))
+    return (*kept, own)
+
+
+def _not_after(moment: datetime | None, now: datetime) -> datetime | None:
+    return None if moment is None else min(moment, now)

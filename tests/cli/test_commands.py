@@ -154,7 +154,7 @@ def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     back = run(["import", str(saved), "--owner", "demo-ada", "--tenant", "Demo"], env)
     assert back.returncode == 0, back.stderr
     assert json.loads(back.stdout) == {"format": "memory-portal/export", "added": 9, "duplicates": 0, "refused": {},
-                                       "dry_run": False}
+                                       "earlier_refused": {}, "dry_run": False}
     restored = json.loads(run(["export", "demo-ada", "--tenant", "Demo"], env).stdout)
     strip = lambda doc: sorted((m["text"], m["kind"], m["importance"], m["pinned"], m["created_at"])  # noqa: E731
                                for m in doc["memories"])

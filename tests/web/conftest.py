@@ -79,6 +79,22 @@ def ticking_clock(start: datetime) -> Any:
     return now
 
 
+def seed(runtime: Runtime) -> dict[str, str]:
+    """The tenant and the three accounts; their ids by name."""
+    tenant = runtime.tenants.create("Acme")
+    accounts = runtime.accounts
+    return {
+        "tenant": tenant.id,
+        "ada": accounts.create("ada@example.com", "Ada Lovelace", tenant.id, "member", PASSWORD).id,
+        "bob": accounts.create("bob@example.com", "Bob Durand", tenant.id, "member", PASSWORD, language="fr").id,
+        "chloe": accounts.create("chloe@example.com", "Chloé", tenant.id, "member", PASSWORD).id,
+    }
+
+
+def config_in(folder: Path) -> Any:
+    return load_config({"MEMORY_INSTANCE_PATH": str(folder), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
+
+
 @pytest.fixture(scope="session")
 def seeded_database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A migrated SQLite file with the tenant and the three accounts, made once and copied for each
@@ -87,16 +103,7 @@ def seeded_database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dic
     engine = make_engine(f"sqlite:///{folder / 'memory.db'}")
     try:
         upgrade(engine)
-        config = load_config({"MEMORY_INSTANCE_PATH": str(folder), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
-        runtime = build_runtime(config, embedder=None, engine=engine, llm=None)
-        tenant = runtime.tenants.create("Acme")
-        accounts = runtime.accounts
-        ids = {
-            "tenant": tenant.id,
-            "ada": accounts.create("ada@example.com", "Ada Lovelace", tenant.id, "member", PASSWORD).id,
-            "bob": accounts.create("bob@example.com", "Bob Durand", tenant.id, "member", PASSWORD, language="fr").id,
-            "chloe": accounts.create("chloe@example.com", "Chloé", tenant.id, "member", PASSWORD).id,
-        }
+        ids = seed(build_runtime(config_in(folder), embedder=None, engine=engine, llm=None))
     finally:
         engine.dispose()
     return folder / "memory.db", ids
@@ -110,11 +117,31 @@ def world_embedder() -> Any:
 
 @pytest.fixture
 def world(tmp_path: Path, seeded_database: tuple[Path, dict[str, str]], world_embedder: Any) -> Iterator[World]:
-    seed, ids = seeded_database
-    shutil.copyfile(seed, tmp_path / "memory.db")
-    config = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "s" * 40})
-    engine = make_engine(config.database_url)
-    runtime = build_runtime(config, embedder=world_embedder, engine=engine, llm=None)
+    seeded, ids = seeded_database
+    shutil.copyfile(seeded, tmp_path / "memory.db")
+    config = config_in(tmp_path)
+    runtime = build_runtime(config, embedder=world_embedder, engine=make_engine(config.database_url), llm=None)
+    try:
+        yield world_of(runtime, ids)
+    finally:
+        runtime.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_world(request: pytest.FixtureRequest, tmp_path: Path, world_embedder: Any) -> Iterator[World]:
+    """The same world on SQLite and on PostgreSQL (migrated and seeded for the test)."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("world")
+        return
+    runtime = build_runtime(config_in(tmp_path), embedder=world_embedder, engine=request.getfixturevalue("pg_engine"),
+                            llm=None)
+    try:
+        yield world_of(runtime, seed(runtime))
+    finally:
+        runtime.dispose()
+
+
+def world_of(runtime: Runtime, ids: dict[str, str]) -> World:
     runtime.service.clock = ticking_clock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
 
     def account(name: str) -> User:
@@ -122,10 +149,7 @@ def world(tmp_path: Path, seeded_database: tuple[Path, dict[str, str]], world_em
         assert user is not None
         return user
 
-    try:
-        yield World(runtime, ids["tenant"], account("ada"), account("bob"), account("chloe"))
-    finally:
-        runtime.dispose()
+    return World(runtime, ids["tenant"], account("ada"), account("bob"), account("chloe"))
 
 
 def sign_in(client: FlaskClient, email: str, password: str = PASSWORD, **kwargs: Any) -> TestResponse:

@@ -5,10 +5,13 @@ audited transaction, and taken back whole with one Undo."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 from flask.testing import FlaskClient
 from werkzeug.test import EnvironBuilder, TestResponse
+
+from portal.domain.types import Source
 
 from .conftest import World, page_text, row_ids
 
@@ -92,3 +95,57 @@ def test_a_file_that_cannot_be_imported_says_why_and_keeps_nothing(world: World)
     assert client.post(f"/account/import/{batch}/undo").status_code == 303
     assert world.texts(world.bob) == ["J'aime les prunes"]
     assert row_ids(client.get("/memories")) == []
+
+
+def sealed(preview: TestResponse) -> str:
+    """The file a preview carries to its confirmation."""
+    content = re.search(r'name="content" value="([^"]+)"', preview.get_data(as_text=True))
+    assert content, page_text(preview)
+    return content.group(1)
+
+
+def forged_export(first_batch: str) -> bytes:
+    """An export no portal wrote: earlier wordings no write would keep, one revision number twice,
+    a kind of 80 letters, an importance off the scale, and a source naming another import."""
+    return json.dumps({"format": "memory-portal/export", "version": 1, "memories": [{
+        "text": "I keep bees", "kind": "fact", "revision": 4, "sources": [{"kind": "import", "ref": first_batch}],
+        "revisions": [
+            {"revision": 3, "text": "Chloé has a penicillin allergy", "kind": "fact"},
+            {"revision": 2, "text": "I keep wasps", "kind": "k" * 80, "importance": 999999},
+            {"revision": 2, "text": "I keep ants", "kind": "fact"},
+            {"revision": 1, "text": "I keep moths", "kind": "fact", "sources": [{"kind": "import", "ref": first_batch}]},
+        ],
+    }]}).encode()
+
+
+def test_a_forged_export_keeps_only_what_a_write_would_keep(any_world: World) -> None:
+    world = any_world
+    client = world.client(world.ada)
+    first = upload(client, b"I play the cello\n")
+    assert client.post("/account/import", data={"content": sealed(first), "confirmed": "1"}).status_code == 303
+    undo_first = re.search(r'action="/account/import/([0-9a-f]+)/undo"', client.get("/memories").get_data(as_text=True))
+    assert undo_first
+
+    preview = upload(client, forged_export(undo_first.group(1)), "forged.json")
+    assert preview.status_code == 200
+    assert "1 memory will be added." in page_text(preview)
+    assert "2 earlier wordings will be left out: they could not be kept as they are." in page_text(preview)
+    assert "Chloé" not in page_text(preview)
+    added = client.post("/account/import", data={"content": sealed(preview), "confirmed": "1"})
+    assert added.status_code == 303 and "1 memory imported." in page_text(client.get("/memories"))
+
+    [bees] = [m for m in world.runtime.service.list(world.ada.place).items if m.text == "I keep bees"]
+    history = [(r.revision, r.text, r.kind, r.importance) for r in world.runtime.service.history(world.ada.place, bees.id)]
+    assert history == [(4, "I keep bees", "fact", 3), (2, "I keep wasps", "fact", 5), (1, "I keep moths", "fact", 3)]
+    assert not any(s.kind == "import" and s.ref == undo_first.group(1) for s in bees.sources)
+    # Undoing the first import takes back its own memory, never the one whose file named it.
+    assert client.post(f"/account/import/{undo_first.group(1)}/undo").status_code == 303
+    assert "1 imported memory taken back." in page_text(client.get("/memories"))
+    assert world.texts(world.ada) == ["I keep bees"]
+    assert Source("import") not in bees.sources
+
+
+def test_french_preview_counts_the_earlier_wordings_left_out(world: World) -> None:
+    client = world.client(world.bob)
+    preview = upload(client, forged_export("0" * 32), "forged.json")
+    assert "2 formulations antérieures seront laissées de côté" in page_text(preview)
