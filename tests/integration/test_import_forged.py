@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from portal.adapters.sql.store import SqlStore
 from portal.domain.errors import Refused
@@ -156,3 +158,29 @@ def test_whatever_a_memory_of_the_file_holds_the_answer_is_a_code_or_a_count(ser
         for earlier in service.history(ADA, memory.id)[1:]:
             assert 0 < earlier.revision < memory.revision and len(earlier.kind) <= 64 and 1 <= earlier.importance <= 5
     assert service.undo_import(ADA, done.batch) == 2
+
+
+def test_any_shape_of_an_exported_memory_is_imported_or_counted(sqlite_engine: Any) -> None:
+    """Random values in every field a memory and its earlier wordings have (SQLite: the rows must
+    still fit its keys; the kinds and limits are the same on PostgreSQL, proven above)."""
+    service = service_on(sqlite_engine)
+    odd = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**7), st.floats(allow_nan=True), st.text(max_size=80),
+                    st.sampled_from(["fact", "goal", "2026-01-01T00:00:00Z", "9998-12-31T23:59:59-14:00", "Bob", "import"]),
+                    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+    fields = ("revision", "text", "kind", "importance", "origin", "sources", "written_at", "created_at", "updated_at",
+              "last_used_at", "pinned", "state", "channel", "seen")
+    wordings = st.lists(st.fixed_dictionaries({}, optional={f: odd for f in fields[:7]}), max_size=4)
+    memory = st.fixed_dictionaries({"text": st.text(min_size=1, max_size=40)},
+                                   optional={**{f: odd for f in fields if f != "text"}, "revisions": st.one_of(odd, wordings)})
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(memory, min_size=1, max_size=3))
+    def imports(memories: list[dict[str, Any]]) -> None:
+        try:
+            done = service.import_parsed(ADA, parse(export_of(*memories)))
+        except Refused as refused:
+            assert refused.code.startswith("import_")
+            return
+        service.undo_import(ADA, done.batch)
+
+    imports()
