@@ -1,5 +1,7 @@
 """application/problem+json answers with a stable `code`, and the handlers that make every error
-under /api one of them (never an HTML page, never a 500 with a traceback)."""
+under /api one of them (never an HTML page, never a 500 with a traceback). Every answer has a
+`detail`: what its site says, else the code's text in the catalog (English), so a caller always
+reads why, and a code never answers `"detail": null`."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from werkzeug.exceptions import HTTPException
 
 from portal.api.limits import seconds_until_reset
 from portal.api.schemas import Problem
+from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, MemoryServiceError, NotFound, Refused
 from portal.services.idempotency import KeyReused, StillRunning
 
@@ -37,10 +40,16 @@ class ApiProblem(Exception):
         self.extra = extra
 
 
+def detail_of(code: str, detail: str | None = None) -> str:
+    """A problem's `detail`: the site's own sentence, else the code's text in the catalog (a code
+    without words of its own, such as a content rule's, gets the generic refusal)."""
+    return detail or message(f"refused.{code}", DEFAULT_LANGUAGE) or code
+
+
 def problem(status: int, code: str, detail: str | None = None, headers: dict[str, str] | None = None,
             **extra: Any) -> Response:
-    body = {"type": "about:blank", "title": TITLES.get(status, "Error"), "status": status, "detail": detail,
-            "code": code, **extra}
+    body = {"type": "about:blank", "title": TITLES.get(status, "Error"), "status": status,
+            "detail": detail_of(code, detail), "code": code, **extra}
     response = Response(json.dumps(body), status=status, mimetype="application/problem+json")
     response.headers.update(headers or {})
     return response
@@ -64,7 +73,7 @@ def service_problem(exc: MemoryServiceError) -> tuple[int, Problem]:
     status, detail = next((answer for kind, answer in SERVICE_ANSWERS.items() if isinstance(exc, kind)), (500, None))
     if isinstance(exc, Refused) and exc.code in REFUSAL_STATUS:
         status, detail = REFUSAL_STATUS[exc.code]
-    return status, Problem(title=TITLES.get(status, "Error"), status=status, code=exc.code, detail=detail,
+    return status, Problem(title=TITLES.get(status, "Error"), status=status, code=exc.code, detail=detail_of(exc.code, detail),
                            actual_revision=exc.actual_revision if isinstance(exc, Conflict) else None)
 
 

@@ -62,6 +62,25 @@ _EN: dict[str, Entry] = {
     "refused.invalid_idempotency_key": "The request's idempotency key is not valid.",
     "refused.invalid_arguments": "The request was incomplete or malformed.",
     "refused.unknown_tool": "This action is not available.",
+    # the requests of the JSON API and the MCP server (a problem's `detail`, an MCP error's message)
+    "refused.unauthorized": "This key is unknown or was revoked: ask for a new one.",
+    "refused.rate_limited": "Too many requests for this key. Wait a moment and try again.",
+    "refused.invalid_owner": "That person's id is not valid.",
+    "refused.invalid_id": "That memory id is not valid.",
+    "refused.invalid_if_match": 'The revision to check against is not valid (If-Match takes the ETag, like "3").',
+    "refused.bad_request": "The request could not be understood.",
+    "refused.invalid_request": "The request is not valid: a field is missing or has the wrong type.",
+    "refused.malformed_json": "The request is not valid JSON.",
+    "refused.malformed_arguments": "The arguments are not valid JSON.",
+    "refused.json_too_deep": "The request's JSON is nested too deeply.",
+    "refused.body_too_large": "The request is too large.",
+    "refused.uri_too_long": "The address of the request is too long.",
+    "refused.unsupported_media_type": "The request must be sent as JSON.",
+    "refused.method_not_allowed": "This action is not available here.",
+    "refused.idempotency_key_reused": "This request's idempotency key was already used for another request.",
+    "refused.idempotency_in_progress": "The same request is still being handled. Try again in a moment.",
+    "refused.database_unavailable": "The memory is unavailable for a moment. Try again shortly.",
+    "refused.error": "Something went wrong on our side. It was logged; try again later.",
     # support staff and admins
     "refused.reason_required": "Choose why you need to see the memories.",
     "refused.invalid_ticket": "A ticket reference is letters, digits and - _ # / . : only.",
@@ -137,6 +156,24 @@ _FR: dict[str, Entry] = {
     "refused.invalid_idempotency_key": "La clé d'idempotence de la demande n'est pas valable.",
     "refused.invalid_arguments": "La demande était incomplète ou mal formée.",
     "refused.unknown_tool": "Cette action n'est pas disponible.",
+    "refused.unauthorized": "Cette clé est inconnue ou a été révoquée : demandez-en une nouvelle.",
+    "refused.rate_limited": "Trop de demandes pour cette clé. Patientez un instant puis réessayez.",
+    "refused.invalid_owner": "Cet identifiant de personne n'est pas valable.",
+    "refused.invalid_id": "Cet identifiant de souvenir n'est pas valable.",
+    "refused.invalid_if_match": 'La révision à vérifier n\'est pas valable (If-Match prend l\'ETag, comme "3").',
+    "refused.bad_request": "La demande n'a pas pu être comprise.",
+    "refused.invalid_request": "La demande n'est pas valable : un champ manque ou n'a pas le bon type.",
+    "refused.malformed_json": "La demande n'est pas du JSON valable.",
+    "refused.malformed_arguments": "Les arguments ne sont pas du JSON valable.",
+    "refused.json_too_deep": "Le JSON de la demande est trop imbriqué.",
+    "refused.body_too_large": "La demande est trop volumineuse.",
+    "refused.uri_too_long": "L'adresse de la demande est trop longue.",
+    "refused.unsupported_media_type": "La demande doit être envoyée en JSON.",
+    "refused.method_not_allowed": "Cette action n'est pas disponible ici.",
+    "refused.idempotency_key_reused": "La clé d'idempotence de cette demande a déjà servi pour une autre demande.",
+    "refused.idempotency_in_progress": "La même demande est encore en cours de traitement. Réessayez dans un instant.",
+    "refused.database_unavailable": "La mémoire est momentanément indisponible. Réessayez dans un instant.",
+    "refused.error": "Une erreur s'est produite de notre côté. Elle a été enregistrée ; réessayez plus tard.",
     "refused.reason_required": "Indiquez pourquoi vous devez voir les souvenirs.",
     "refused.invalid_ticket": "Une référence de ticket ne contient que des lettres, des chiffres et - _ # / . :",
     "refused.confirmation_mismatch": "Ce n'est ni l'adresse e-mail ni l'identifiant de la personne : rien n'a été effacé.",
@@ -236,6 +273,12 @@ def message(code: str, language: str | None, **values: Any) -> str | None:
     return _render(entry, lang, values)
 
 
+def has_text(code: str) -> bool:
+    """Whether the catalog has words of its own for the refusal `code` (a content rule's own code
+    has only the generic refusal)."""
+    return isinstance(code, str) and f"{REFUSED}.{code}" in CATALOGS[DEFAULT_LANGUAGE]
+
+
 def _plural_form(entry: Mapping[str, str], lang: str, count: Any) -> str:
     """Which plural form `count` takes in `lang`; "bare" without a count."""
     if not isinstance(count, int) or isinstance(count, bool):
@@ -260,4 +303,5 @@ def _render(entry: Entry, lang: str, values: dict[str, Any]) -> str:
         return template
 
 
-__all__ = ["CATALOGS", "DEFAULT_LANGUAGE", "OUTCOME_CODES", "REFUSAL_CODES", "languages", "message", "resolve_language"]
+__all__ = ["CATALOGS", "DEFAULT_LANGUAGE", "OUTCOME_CODES", "REFUSAL_CODES", "has_text", "languages", "message",
+           "resolve_language"]

@@ -60,7 +60,7 @@ from mcp_types import (
 
 from portal.bootstrap import Runtime
 from portal.domain.apps import app_of
-from portal.domain.catalog import DEFAULT_LANGUAGE
+from portal.domain.catalog import DEFAULT_LANGUAGE, has_text
 from portal.domain.catalog import message as catalog_message
 from portal.domain.errors import MemoryServiceError
 from portal.domain.people import ApiKey
@@ -121,8 +121,10 @@ def caller_for(key: ApiKey, owner_id: str, language: str = DEFAULT_LANGUAGE) -> 
 
 
 def refused(code: str, language: str = DEFAULT_LANGUAGE, sentence: str | None = None) -> MCPError:
-    """The JSON-RPC error for a request refused with `code` (see the module docstring)."""
-    text = catalog_message(f"refused.{code}", language) or sentence or code
+    """The JSON-RPC error for a request refused with `code` (see the module docstring): its message
+    is the code's own text in the catalog, else `sentence`, else the catalog's generic refusal."""
+    own = catalog_message(f"refused.{code}", language) if has_text(code) else None
+    text = own or sentence or catalog_message("refused", language) or code
     return MCPError(code=REFUSED, message=text, data={"code": code})
 
 
@@ -231,7 +233,8 @@ def _guarded(method: str, handler: Callable[[Context, Any], Awaitable[Any]]) -> 
             raise refused(exc.code) from None
         except Exception as exc:
             log.error("mcp.failed method=%s error=%s", method, type(exc).__name__)
-            raise MCPError(code=INTERNAL_ERROR, message="internal error", data={"code": "error"}) from None
+            raise MCPError(code=INTERNAL_ERROR, message=catalog_message("refused.error", DEFAULT_LANGUAGE) or "internal error",
+                           data={"code": "error"}) from None
 
     return run
 

@@ -68,6 +68,8 @@ def test_a_paused_app_may_read_and_take_away_but_learns_and_changes_nothing(any_
     assert world.raw().patch(f"{API}/people/ada/memories/{ada}", json={"text": "Prefers black tea"},
                              headers=other).status_code == 200
     is_problem(world.raw().post(f"{API}/people/ada/memories/{ada}/undo", headers=world.auth("a")), 422, "paused")
+    write = world.raw().post(f"{API}/people/ada/memories", json={"text": "Likes jazz"}, headers=world.auth("a"))
+    assert write.json["detail"] == "Memory is paused: nothing is learnt or changed until you resume it."
     # a model's forget is refused, as when the person pauses; the one the person asked for is not
     tool = world.raw().post(f"{API}/people/ada/tools/forget", json={"arguments": {"id": ada}}, headers=world.auth("a"))
     assert tool.json["reason"] == "paused"

@@ -29,6 +29,7 @@ def is_problem(answer, status: int, code: str) -> None:  # type: ignore[no-untyp
     body = answer.json
     assert (body["status"], body["code"]) == (status, code)
     assert body["type"] == "about:blank" and body["title"]
+    assert isinstance(body["detail"], str) and body["detail"].strip(), body  # why, in words: never null
 
 
 @pytest.mark.parametrize("raw", [b'{"text": ', b"{'text': 'x'}", b"\xff\xfe\x00", b"[1, 2,]", b"NaN-ish"])

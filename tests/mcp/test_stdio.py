@@ -32,6 +32,7 @@ def test_an_assistant_remembers_recalls_corrects_and_forgets_over_stdio(portal: 
                 with pytest.raises(MCPError) as refused:
                     await session.call_tool("recall", {"query": "marathon"})
                 assert refused.value.data == {"code": "unauthorized"}
+                assert refused.value.message == "This key is unknown or was revoked: ask for a new one."
 
     anyio.run(scenario)
     alice, bob = Place("alice", portal.tenant()), Place("bob", portal.tenant())
