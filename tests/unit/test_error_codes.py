@@ -17,7 +17,7 @@ import pytest
 
 from portal.api.problems import HTTP_CODES, REFUSAL_STATUS, problem, service_problem
 from portal.domain.catalog import CATALOGS, OUTCOME_CODES, message
-from portal.domain.errors import InvalidArgument, Refused
+from portal.domain.errors import Refused
 from portal.mcp.server import refused
 
 ROOT = Path(__file__).resolve().parents[2] / "portal"
@@ -146,7 +146,6 @@ def test_the_api_answers_every_code_with_a_detail(code: str) -> None:
     assert problem(400, code).get_json()["detail"] == message(f"refused.{code}", "en")
     _status, body = service_problem(Refused(code))
     assert body.detail and body.detail == message(f"refused.{code}", "en") or code in REFUSAL_STATUS
-    assert service_problem(InvalidArgument(code))[1].detail
     assert problem(422, code, "what the site says").get_json()["detail"] == "what the site says"
 
 
