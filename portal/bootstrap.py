@@ -6,7 +6,8 @@ The embedding model itself loads on first use, not here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
@@ -18,11 +19,13 @@ from portal.adapters.queue import HueyQueue
 from portal.adapters.sql.accounts import Accounts
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.audit import AuditLog
-from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.engine import is_postgres, make_engine
+from portal.adapters.sql.keycheck import KeysMismatch
+from portal.adapters.sql.keycheck import check_keys as keys_fit
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tenants import Tenants
 from portal.adapters.sql.uow import SqlRecords
-from portal.config import Config, ConfigError
+from portal.config import PLAINTEXT_ACCEPTED, Config, ConfigError, encryption_keys_for
 from portal.domain.options import LLM, Embedder, Options
 from portal.domain.rules import load_rules
 from portal.domain.types import Place
@@ -30,6 +33,8 @@ from portal.services.administration import Administration
 from portal.services.memory_service import MemoryService
 from portal.services.people import People
 from portal.services.support import Support
+
+log = logging.getLogger("portal.config")
 
 
 @dataclass
@@ -67,10 +72,19 @@ class Runtime:
 
 
 def build_runtime(
-    config: Config, embedder: Embedder | None | str = "config", engine: Engine | None = None, llm: LLM | None | str = "config"
+    config: Config, embedder: Embedder | None | str = "config", engine: Engine | None = None, llm: LLM | None | str = "config",
+    check_keys: bool = True,
 ) -> Runtime:
-    """Wire everything from `config`. `embedder` and `llm` may be handed in (tests pass fakes or None)."""
+    """Wire everything from `config`. `embedder` and `llm` may be handed in (tests pass fakes or None).
+    Refuses (ConfigError) encryption keys that do not read the database's text, or none where it is
+    encrypted (`portal.adapters.sql.keycheck`); `check_keys=False` only for `rotate-keys`, which
+    mends what the check refuses."""
     engine = engine or make_engine(config.database_url)
+    keys = encryption_keys_for(config, is_postgres(engine))
+    if keys != config.encryption_keys:
+        config = replace(config, encryption_keys=keys)  # a development key made under instance/
+    if keys is None and is_postgres(engine):
+        log.warning("config.plaintext_on_postgres %s", PLAINTEXT_ACCEPTED)
     cipher = None
     if config.encryption_keys:
         try:
@@ -79,6 +93,11 @@ def build_runtime(
         except ValueError as exc:
             message = str(exc)
             raise ConfigError(message if "MEMORY_ENCRYPTION_KEYS" in message else f"MEMORY_ENCRYPTION_KEYS: {message}") from None
+    if check_keys:
+        try:
+            keys_fit(engine, cipher)
+        except KeysMismatch as exc:
+            raise ConfigError(str(exc)) from None
     try:
         rules = load_rules(config.rules_file) if config.rules_file else []
     except (OSError, ValueError) as exc:
@@ -119,6 +138,7 @@ def build_runtime(
             trusted_tools=config.trusted_tools, prompts=prompts, lease_seconds=float(config.lease_seconds),
             relevance_floor=config.relevance_floor,
             app_uses_retention=timedelta(days=config.app_uses_days) if config.app_uses_days else None,
+            summary_retention=timedelta(minutes=config.job_summary_minutes),
         ),
         llm=chosen_llm,
         mask=config.mask,
@@ -126,7 +146,7 @@ def build_runtime(
         names_of=accounts.names_of,
     )
     queue = HueyQueue(engine)
-    queue.bind(service.run_job, service.jobs.stale)
+    queue.bind(service.run_job, service.jobs.stale, service.sweep)
     service.queue = queue
     return Runtime(config, engine, store, records, service, Support(service, records, config.erasure_scope),
                    Administration(records), People(records), queue)

@@ -7,8 +7,10 @@ value stops start-up with a message naming the variable; `MEMORY_ENV=production`
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +70,10 @@ class Config:
     # How many proxies in front of the app set X-Forwarded-For: the client address the sign-in
     # throttle counts by is the one the nearest of them saw (0: the socket's own address).
     proxy_hops: int = 0
+    # How long a background consolidation's summary waits for its app to read it (once).
+    job_summary_minutes: int = 60
+    # The operator's explicit acceptance of text in the clear on PostgreSQL (see encryption_keys_for).
+    plaintext_on_postgres: bool = False
 
     @property
     def production(self) -> bool:
@@ -91,9 +97,12 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
     instance = Path(environ.get("MEMORY_INSTANCE_PATH", "instance")).resolve()
     database_url = environ.get("MEMORY_DATABASE_URL", "").strip()
     secret_key = environ.get("MEMORY_SECRET_KEY", "").strip()
+    plaintext_on_postgres = _choice(environ, "MEMORY_PLAINTEXT_ON_POSTGRES", "no", ("no", "accept")) == "accept"
     if env == "production":
         # Checked first, on the raw values, so a production start names these before anything else.
-        check_production(Config(env=env, instance_path=instance, database_url=database_url, secret_key=secret_key))
+        check_production(Config(env=env, instance_path=instance, database_url=database_url, secret_key=secret_key,
+                                encryption_keys=environ.get("MEMORY_ENCRYPTION_KEYS") or None,
+                                plaintext_on_postgres=plaintext_on_postgres))
     if not database_url:
         database_url = f"sqlite:///{instance / 'memory.db'}"
     elif not database_url.startswith(("postgresql", "postgres:", "sqlite:")):
@@ -156,6 +165,8 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         ratelimit_storage_uri=environ.get("RATELIMIT_STORAGE_URI", "").strip(),
         lease_seconds=_int(environ, "MEMORY_LEASE_SECONDS", 60, minimum=1),
         proxy_hops=_int(environ, "MEMORY_PROXY_HOPS", 0, minimum=0),
+        job_summary_minutes=_int(environ, "MEMORY_JOB_SUMMARY_MINUTES", 60, minimum=1),
+        plaintext_on_postgres=plaintext_on_postgres,
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]
@@ -165,7 +176,8 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
 
 
 def check_production(config: Config) -> None:
-    """Refuse a production config without a real secret key or a PostgreSQL database, naming the
+    """Refuse a production config without a real secret key, a PostgreSQL database, or encryption
+    keys for the text it keeps (unless the operator accepted text in the clear), naming the
     variable: an embedded SQLite file or a generated key are development conveniences only."""
     if not config.secret_key:
         raise ConfigError("MEMORY_SECRET_KEY is required in production")
@@ -173,6 +185,8 @@ def check_production(config: Config) -> None:
         raise ConfigError("MEMORY_SECRET_KEY must be at least 32 characters")
     if not config.is_postgres:
         raise ConfigError("MEMORY_DATABASE_URL must be a PostgreSQL URL in production")
+    if not config.encryption_keys and not config.plaintext_on_postgres:
+        raise ConfigError(PLAINTEXT_REFUSED)
 
 
 def secret_key_for(config: Config) -> str:
@@ -188,6 +202,48 @@ def secret_key_for(config: Config) -> str:
     key = secrets.token_urlsafe(48)
     path.write_text(key)
     path.chmod(0o600)
+    return key
+
+
+PLAINTEXT_REFUSED = (
+    "MEMORY_ENCRYPTION_KEYS is required with PostgreSQL: without it a person's words are written to "
+    "PostgreSQL's table files and write-ahead log in the clear, and stay readable there after they are "
+    "forgotten or erased, until the space is overwritten. Make a key with `memory-portal encryption-key` "
+    "and set MEMORY_ENCRYPTION_KEYS, or set MEMORY_PLAINTEXT_ON_POSTGRES=accept to store text in the clear "
+    "knowing that (docs/operations.md, \"What erasure removes\")"
+)
+PLAINTEXT_ACCEPTED = (
+    "MEMORY_PLAINTEXT_ON_POSTGRES=accept: text is stored in the clear on PostgreSQL; forgotten and erased "
+    "words stay readable in its table files and write-ahead log until overwritten"
+)
+
+
+def encryption_keys_for(config: Config, postgres: bool) -> str | None:
+    """The keys text is encrypted with: MEMORY_ENCRYPTION_KEYS when set. On PostgreSQL, text is never
+    stored in the clear unless the operator accepts that explicitly (MEMORY_PLAINTEXT_ON_POSTGRES=accept):
+    in production it is refused (ConfigError, saying what it costs), and in development a key is
+    made once and kept under instance/ (like the development secret key; losing it loses the text).
+    On SQLite, None: its erasure zeroes deleted rows and truncates the write-ahead log."""
+    if config.encryption_keys:
+        return config.encryption_keys
+    if not postgres or config.plaintext_on_postgres:
+        return None
+    if config.production:
+        raise ConfigError(PLAINTEXT_REFUSED)
+    path = config.instance_path / "encryption_key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # made by whichever process comes first; the others read it
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(50):
+            key = path.read_text().strip()
+            if key:
+                return key
+            time.sleep(0.02)  # the first process is writing it
+        raise ConfigError(f"MEMORY_ENCRYPTION_KEYS is unset and {path} is empty") from None
+    key = base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")  # a Fernet key
+    with os.fdopen(fd, "w") as out:
+        out.write(key)
     return key
 
 

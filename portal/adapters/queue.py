@@ -53,6 +53,7 @@ class HueyQueue:
         self.engine = engine
         self._run: Callable[[str], float | None] | None = None
         self._stale: Callable[[], Sequence[str]] | None = None
+        self._sweep: Callable[[], object] | None = None
         self._huey: Huey | None = None
         self._task: Any = None
         self._lock = threading.Lock()
@@ -64,6 +65,7 @@ class HueyQueue:
                 self._huey = make_huey(self.engine)
                 self._task = self._huey.task(name="consolidate")(self._consolidate)
                 self._huey.periodic_task(crontab(minute="*"), name="take_up")(self.take_up)
+                self._huey.periodic_task(crontab(minute="*"), name="sweep")(self.sweep)
             return self._huey
 
     def _consolidate(self, job_id: str) -> None:
@@ -88,8 +90,19 @@ class HueyQueue:
             log.info("jobs.taken_up count=%d", len(found))
         return len(found)
 
-    def bind(self, run: Callable[[str], float | None], stale: Callable[[], Sequence[str]] | None = None) -> None:
-        self._run, self._stale = run, stale
+    def sweep(self) -> None:
+        """Erase the words whose time is over (`Retention.sweep`: earlier wordings past their Undo,
+        job summaries never read), every minute in every consumer. A failure is logged by class."""
+        if self._sweep is None:
+            return
+        try:
+            self._sweep()
+        except Exception as exc:  # by class only; the next minute tries again
+            log.error("jobs.sweep_failed error=%s", type(exc).__name__)
+
+    def bind(self, run: Callable[[str], float | None], stale: Callable[[], Sequence[str]] | None = None,
+             sweep: Callable[[], object] | None = None) -> None:
+        self._run, self._stale, self._sweep = run, stale, sweep
 
     def enqueue(self, job_id: str, delay: float = 0.0) -> None:
         self.huey  # noqa: B018 - made on first use
@@ -113,7 +126,7 @@ class Worker:
     thread of `serve` on the embedded default, until `stop()`."""
 
     def __init__(self, queue: HueyQueue, workers: int = 2) -> None:
-        # Periodic: `take_up` every minute. A graceful stop (SIGTERM: docker stop) lets the running
+        # Periodic: `take_up` and `sweep` every minute. A graceful stop (SIGTERM: docker stop) lets the running
         # jobs finish, for at most 20 s (gunicorn's graceful timeout is 30).
         self.consumer: Any = queue.huey.create_consumer(workers=workers, worker_type="thread", periodic=True,
                                                         initial_delay=0.05, max_delay=1.0, check_worker_health=True,

@@ -226,6 +226,7 @@ class ExportOut(BaseModel):
     memories: list[dict[str, Any]]
     app_controls: dict[str, str] = Field(default_factory=dict)  # what the person decided about each app
     app_uses: list[dict[str, Any]] = Field(default_factory=list)  # each app's uses, content-free
+    jobs: list[dict[str, Any]] = Field(default_factory=list)  # this app's background consolidations, counts only
 
 
 class JobOut(BaseModel):
@@ -235,7 +236,9 @@ class JobOut(BaseModel):
     attempts: int
     created_at: datetime
     updated_at: datetime
-    result: ConsolidateOut | None = Field(None, description="once done (or failed): what the synchronous form answers")
+    result: ConsolidateOut | None = Field(
+        None, description="once done (or failed): what the synchronous form answers; its summary only in the first "
+                          "answer to the app that sent the job, and within MEMORY_JOB_SUMMARY_MINUTES of the job's end")
     reason: str | None = Field(None, description="why the last attempt failed, as a code")
 
     @classmethod

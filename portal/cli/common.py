@@ -66,8 +66,9 @@ def refusals_as_errors(command: click.Command) -> click.Command:
     return command
 
 
-def current_runtime() -> Runtime:
-    """The app's runtime under `flask`, or one built from the environment for the console script."""
+def current_runtime(check_keys: bool = True) -> Runtime:
+    """The app's runtime under `flask`, or one built from the environment for the console script
+    (`check_keys=False`: without the encryption keys check, for `rotate-keys` alone)."""
     # In the invocation's `meta` (shared by every context of one command line), not in `obj`:
     # under flask, `obj` is flask's own ScriptInfo.
     meta = click.get_current_context().meta
@@ -76,7 +77,7 @@ def current_runtime() -> Runtime:
             meta["memory_runtime"] = current_app.extensions["memory_runtime"]
         except RuntimeError:  # no app context: the console script
             try:
-                meta["memory_runtime"] = build_runtime(load_config())
+                meta["memory_runtime"] = build_runtime(load_config(), check_keys=check_keys)
             except ConfigError as exc:
                 raise click.ClickException(str(exc)) from None
     found: Runtime = meta["memory_runtime"]

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 import click
 from tqdm import tqdm
 
-from portal.adapters.cipher import FernetCipher
+from portal.adapters.cipher import FernetCipher, generate_key
 from portal.adapters.sql.rotation import RotationError, rows_to_visit
 from portal.adapters.sql.rotation import rotate_keys as rotate
 from portal.cli.common import current_runtime, tenant_ref_id
@@ -153,47 +153,62 @@ def import_file(file: BinaryIO, owner_id: str, tenant_ref: str, dry_run: bool, a
 @click.option("--app-uses-older-than", "app_uses", type=Duration(), default=None,
               help="Delete connected apps' uses last counted longer ago than this (default: "
                    "MEMORY_APP_USES_DAYS, 180 days; 0 keeps them).")
+@click.option("--jobs-older-than", "jobs", type=Duration(), default=None,
+              help="Delete background consolidations over for longer than this (e.g. 30d; they hold counts only).")
 def prune(history: timedelta | None, receipts: timedelta | None, archived: timedelta | None,
-          app_uses: timedelta | None) -> None:
+          app_uses: timedelta | None, jobs: timedelta | None) -> None:
     """Apply retention periods in every tenant; prints what was deleted, as JSON.
 
-    A memory's current text is never touched; the last change of a recently changed memory can
-    still be undone. Safe to run from cron (e.g. daily) and to run again.
+    Whatever the periods, it first erases what is kept only for a while and whose time is over:
+    earlier wordings of a person's own edits whose Undo is no longer offered, and job summaries
+    their app never read (the background worker does this every minute too). A memory's current
+    text is never touched; the last change of a recently changed memory can still be undone. Safe
+    to run from cron (e.g. daily) and to run again.
     """
 
     runtime = current_runtime()
     if app_uses is None:
         app_uses = runtime.service.options.app_uses_retention
-    if history is None and receipts is None and archived is None and app_uses is None:
-        raise click.UsageError(
-            "nothing to prune: give --history-older-than, --receipts-older-than, --archived-older-than and/or "
-            "--app-uses-older-than"
-        )
     with tqdm(unit="row", file=sys.stderr, disable=None) as bar:
-        counts = runtime.service.prune(history, receipts, archived, progress=bar.update, app_uses_older_than=app_uses)
+        counts = runtime.service.prune(history, receipts, archived, progress=bar.update, app_uses_older_than=app_uses,
+                                       jobs_older_than=jobs)
     runtime.store.settle(60)  # the cleaning up after what it erased, before the process ends
     click.echo(json.dumps(counts.to_json()))
+
+
+@click.command("encryption-key")
+def encryption_key() -> None:
+    """Print a new key for MEMORY_ENCRYPTION_KEYS (required with PostgreSQL; a Fernet key).
+
+    Keep it in a secret store, apart from the database and its backups: without it the text is
+    unreadable. To roll keys, put a new one first and run `rotate-keys` (docs/operations.md)."""
+    click.echo(generate_key())
 
 
 @click.command("rotate-keys")
 @click.option("--batch-size", type=click.IntRange(min=1), default=500, show_default=True,
               help="Rows per transaction.")
-def rotate_keys(batch_size: int) -> None:
+@click.option("--encrypt-plaintext", is_flag=True,
+              help="Also encrypt text a database written without encryption holds in the clear (stop the app first).")
+def rotate_keys(batch_size: int, encrypt_plaintext: bool) -> None:
     """Re-encrypt stored text with the first key of MEMORY_ENCRYPTION_KEYS.
 
-    Every memory text, revision text and stored idempotent answer that an older key wrote is
-    re-encrypted, and duplicate keys are recomputed. Resumable: stop it and run it again. Drop the
-    old key from MEMORY_ENCRYPTION_KEYS only after a run that finished.
+    Every memory text, revision text, stored idempotent answer, and background job's transcript and
+    summary that an older key wrote is re-encrypted, and duplicate keys are recomputed. Resumable:
+    stop it and run it again. Drop the old key from MEMORY_ENCRYPTION_KEYS only after a run that
+    finished. With --encrypt-plaintext, text stored in the clear (a database that ran without
+    keys) is encrypted too; see docs/operations.md, "Text at rest on PostgreSQL".
     """
-    store = current_runtime().store
+    store = current_runtime(check_keys=False).store  # the keys check refuses what this mends
     if not isinstance(store.cipher, FernetCipher):
         raise click.ClickException("MEMORY_ENCRYPTION_KEYS is not set: stored text is not encrypted, nothing to rotate")
     try:
         with tqdm(total=rows_to_visit(store), unit="row", file=sys.stderr, disable=None) as bar:
-            counts = rotate(store, store.cipher, batch=batch_size, progress=bar.update)
+            counts = rotate(store, store.cipher, batch=batch_size, progress=bar.update,
+                            encrypt_plaintext=encrypt_plaintext)
     except RotationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(counts.to_json()))
 
 
-COMMANDS = (worker, serve, reindex, purge_owner, export, import_file, prune, rotate_keys)
+COMMANDS = (worker, serve, reindex, purge_owner, export, import_file, prune, encryption_key, rotate_keys)

@@ -63,3 +63,49 @@ class JobsContract(ContractBase):
         counts = store.purge_owner(old.owner_id)
         assert counts.jobs == 3
         assert store.job_place(old.id) is None and store.unfinished_jobs(self.at(100), 10) == [running.id]
+
+    def test_a_summary_is_kept_apart_from_the_result_and_the_result_holds_no_words(self, store: Store) -> None:
+        """The result a store keeps is the counts and codes only, whatever it is handed (a summary
+        that slipped into it is dropped); the summary is kept apart, as the store keeps text."""
+        here = self.place(store)
+        job = self.job(store)
+        done = replace(job, state=DONE, result={"status": "done", "added": 2, "summary": "Talked about the cat"},
+                       summary="Talked about the cat", work=None, updated_at=self.at(5))
+        with store.write(here) as tx:
+            tx.put_job(job)
+            assert tx.save_job(done) is True
+            tx.commit()
+        with store.read(here) as tx:
+            kept = tx.get_job(job.id)
+            assert kept is not None and kept.result == {"status": "done", "added": 2}
+            assert kept.summary == "Talked about the cat" and kept.work is None
+            assert tx.jobs() == [kept]
+        with store.write(here) as tx:
+            assert tx.save_job(replace(done, summary=None)) is True
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.get_job(job.id) == replace(done, result={"status": "done", "added": 2}, summary=None)
+
+    def test_summaries_never_read_are_cleared_and_old_jobs_pruned_in_every_place(self, store: Store) -> None:
+        here, other_owner, other_scope = self.places3(store)
+        jobs = {}
+        for name, place, state, at in (("old", here, DONE, 1), ("other", other_owner, DONE, 2), ("scope", other_scope, DONE, 3),
+                                       ("recent", here, DONE, 50), ("queued", here, QUEUED, 1)):
+            job = Job(self.new_id(), place.owner_id, place.scope, "conv-1", state, 1, self.at(at), self.at(at),
+                      app_id="app-1", result={"status": "done"} if state == DONE else None,
+                      summary=f"summary {name}" if state == DONE else None, work=None if state == DONE else {"a": 1})
+            jobs[name] = job
+            with store.write(place) as tx:
+                tx.put_job(job)
+                tx.commit()
+        assert store.expire_summaries(self.at(10)) == 3
+        assert store.expire_summaries(self.at(10)) == 0
+        for name, job in jobs.items():
+            with store.read(Place(job.owner_id, job.scope)) as tx:
+                kept = tx.get_job(job.id)
+                assert kept is not None
+                assert kept.summary == (job.summary if name in ("recent", "queued") else None), name
+        assert store.prune_jobs(self.at(10)) == 3  # over before the cutoff; a queued job stays whatever its age
+        assert sorted(store.unfinished_jobs(self.at(100), 10)) == [jobs["queued"].id]
+        with store.read(here) as tx:
+            assert [j.id for j in tx.jobs()] == [jobs["queued"].id, jobs["recent"].id]

@@ -135,3 +135,29 @@ class RetentionContract(ContractBase):
         assert len(store.archived_before(self.at(1000), 1)) == 1
         assert store.archived_before(self.at(15), 10) == []
         assert {used.id, written.id, active.id}.isdisjoint(i for _, i in store.archived_before(self.at(1000), 10))
+
+    def test_earlier_wordings_expire_in_every_place_and_a_memorys_history_can_be_erased(self, store: Store) -> None:
+        here, other_owner, other_scope = self.places3(store)
+        stacks = {}
+        for place in (here, other_owner, other_scope):
+            (memory,) = self.add(store, place, f"Lives in Lyon ({place.scope})")
+            with store.write(place) as tx:
+                tx.push_revision(replace(self.revision(memory, 1), expires_at=self.at(10)))  # a person's edit
+                tx.push_revision(replace(self.revision(memory, 2), expires_at=None))  # the assistant's
+                tx.push_revision(replace(self.revision(memory, 3), expires_at=self.at(30)))
+                tx.commit()
+            stacks[place] = memory
+        assert store.expire_revisions(self.at(5)) == 0
+        assert store.expire_revisions(self.at(10)) == 3  # due at the time itself
+        for place, memory in stacks.items():
+            assert self.history_of(store, place, memory.id) == [3, 2]
+            with store.read(place) as tx:
+                assert [r.expires_at for r in tx.history(memory.id)] == [self.at(30), None]
+        with store.write(here) as tx:
+            assert tx.erase_history(stacks[here].id) == 2
+            assert tx.erase_history(stacks[here].id) == 0 and tx.erase_history("\x00") == 0
+            assert tx.get(stacks[here].id) is not None  # the current wording stays
+            tx.commit()
+        assert self.history_of(store, here, stacks[here].id) == []
+        assert self.history_of(store, other_owner, stacks[other_owner].id) == [3, 2]
+        assert store.expire_revisions(self.at(40)) == 2

@@ -6,10 +6,13 @@ format").
      "account": {"email", "name", "language", "created_at"} or null,
      "owner_id", "scope", "settings": {"paused"},
      "memories": [memory JSON with "revisions": [the earlier wordings, newest first]],
-     "apps": [{"app_id", "name", "control", "uses": [{"memory_id", "action", "day", "count", "last_at"}]}]}
+     "apps": [{"app_id", "name", "control", "uses": [{"memory_id", "action", "day", "count", "last_at"}]}],
+     "jobs": [{"id", "state", "ref", "attempts", "created_at", "updated_at", "result", "reason", "transcript"}]}
 
 `apps` are the recipients (art. 15(1)(c)): each connected app that used the memory, what the person
-decided about it, and its uses, content-free. An import ignores them.
+decided about it, and its uses, content-free. `jobs` are the conversations sent to be learnt in the
+background, with the words each still holds: the transcript of one not over yet, the model's summary
+(in `result`) until the app that sent it has read it. An import ignores both.
 
 The CSV is a view of the same document: one row per wording (the current one, then each earlier
 revision), booleans as `true`/`false`, sources as `kind:ref` joined by `; `.
@@ -41,7 +44,7 @@ def document(data: Mapping[str, Any], person: User | None, apps: Mapping[str, Ap
     }
     return {"format": FORMAT, "version": VERSION, "exported_at": data["exported_at"], "account": account,
             "owner_id": data["owner_id"], "scope": data["scope"], "settings": dict(data["settings"]),
-            "memories": list(data["memories"]), "apps": _apps(data, apps or {})}
+            "memories": list(data["memories"]), "apps": _apps(data, apps or {}), "jobs": list(data.get("jobs", ()))}
 
 
 def _apps(data: Mapping[str, Any], names: Mapping[str, App]) -> list[dict[str, Any]]:

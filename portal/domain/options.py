@@ -88,6 +88,12 @@ class Options:
     lease_seconds: float = 60.0
     # A background consolidation whose model failed is tried again after this, doubled each time.
     job_retry_seconds: float = 2.0
+    # How long a person's own edit can be undone: the wording it replaced is kept this long, then
+    # erased by the periodic task (the portal's toast says so). At most 15 minutes.
+    undo_window: timedelta = timedelta(minutes=15)
+    # How long a background consolidation's summary waits for its app to read it (once) before it
+    # is erased unread (MEMORY_JOB_SUMMARY_MINUTES).
+    summary_retention: timedelta = timedelta(hours=1)
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce", "keep"):
@@ -110,6 +116,10 @@ class Options:
             raise ValueError("relevance_floor is in [-1, 1]")
         if self.lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        if not timedelta(0) < self.undo_window <= timedelta(minutes=15):
+            raise ValueError("undo_window is more than nothing and at most 15 minutes")
+        if self.summary_retention <= timedelta(0):
+            raise ValueError("summary_retention must be positive")
 
     @property
     def trim_threshold(self) -> int | None:

@@ -168,6 +168,9 @@ class Revision:
     written_at: datetime
     embedding: Embedding | None = None
     op: str = "create"
+    # When this earlier wording is erased (a person's own edit: once its Undo is no longer offered);
+    # None: kept until the person erases it or retention does.
+    expires_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -64,6 +64,9 @@ class StoreTx(Protocol):
     def save(self, memory: Memory, expected_revision: int) -> bool: ...
     def push_revision(self, revision: Revision) -> None: ...
     def pop_revision(self, memory_id: str) -> Revision | None: ...
+    def erase_history(self, memory_id: str) -> int:
+        """Erase every earlier wording of this memory (its current one stays); answers how many."""
+        ...
     def remove(self, ids: Sequence[str]) -> tuple[int, int]: ...
     def remove_all(self) -> tuple[int, int]: ...
     def purge(self) -> PurgeCounts:
@@ -135,13 +138,18 @@ class StoreTx(Protocol):
         """The place's uses (of one memory when given), most recent first."""
         ...
 
-    # consolidation jobs (portal.services.jobs): `work` kept as the store keeps text (encrypted)
+    # consolidation jobs (portal.services.jobs): `work` and `summary` kept as the store keeps text
+    # (encrypted); `result` without its summary (`portal.domain.jobs.content_free`)
     def put_job(self, job: Job) -> None: ...
     def get_job(self, job_id: str) -> Job | None:
-        """The job with this id in this place, its work included; None for any other id."""
+        """The job with this id in this place, its work and summary included; None for any other id."""
+        ...
+    def jobs(self) -> builtins.list[Job]:
+        """Every job of the place, oldest first (the person's export)."""
         ...
     def save_job(self, job: Job) -> bool:
-        """Write the job's state, attempts, result, reason, work and time; False when it is gone."""
+        """Write the job's state, attempts, result, reason, work, summary and time; False when it is
+        gone. Clearing its work or summary is an erasure, cleaned up after as a forget is."""
         ...
 
 
@@ -195,6 +203,17 @@ class Store(Protocol):
         (the next revision kept, or the memory as it is now) was written before it too. A memory's
         current text is never touched, and the wording a recent change replaced stays, so that change
         can still be undone. Answers how many revisions were deleted."""
+        ...
+    def expire_revisions(self, now: datetime) -> int:
+        """Erase, in every place, the earlier wordings whose `expires_at` is `now` or before, as
+        forget erases. Answers how many."""
+        ...
+    def expire_summaries(self, before: datetime) -> int:
+        """Clear, in every place, the summaries of jobs over (done or failed) and not written since
+        `before`: a summary never read is not kept. Answers how many."""
+        ...
+    def prune_jobs(self, older_than: datetime) -> int:
+        """Delete, in every place, the jobs over and not written since `older_than`. Answers how many."""
         ...
     def prune_receipts(self, older_than: datetime) -> int:
         """Delete, in every place, completed idempotency receipts created before `older_than`; a

@@ -7,7 +7,7 @@ meet, the cap, and the provenance a correction keeps. Used by `Memories`; raises
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from portal.domain.errors import Refused
@@ -21,6 +21,7 @@ from .context import Context, pid
 
 log = logging.getLogger("portal.memory")
 ACTIVE = Filters()
+PERSONS_OWN = "portal"  # the source kind of what the person writes themself
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ def meet_duplicate(
         )
         tx.save(reinforced, existing.revision)
         return Saved(reinforced, reinforced=True)
-    tx.push_revision(snapshot(existing))
+    tx.push_revision(replaced_wording(ctx, existing, sources))
     new_origin, new_sources = provenance(existing, origin, sources)
     replaced = existing.copy(
         revision=existing.revision + 1, text=new.text,
@@ -134,6 +135,15 @@ def snapshot(memory: Memory) -> Revision:
         importance=memory.importance, origin=memory.origin, sources=memory.sources,
         written_at=memory.updated_at, embedding=memory.embedding, op=memory.last_op,
     )
+
+
+def replaced_wording(ctx: Context, memory: Memory, sources: tuple[Source, ...]) -> Revision:
+    """The wording a write replaces, as history keeps it. The person's own edit (made in the
+    portal: `Source("portal")`) keeps it only as long as its Undo is offered (`undo_window`); the
+    periodic task then erases it as forget erases. Another writer's (the assistant's) stays until
+    the person erases it from the memory's history, or retention does."""
+    own = any(s.kind == PERSONS_OWN for s in sources)
+    return replace(snapshot(memory), expires_at=ctx.clock() + ctx.options.undo_window if own else None)
 
 
 def provenance(current: Memory, writer: str, sources: tuple[Source, ...]) -> tuple[str, tuple[Source, ...]]:

@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from portal.domain.errors import NotFound, Refused
-from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING, Job, JobQueue
+from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING, Job, JobQueue, content_free
 from portal.domain.types import Place, as_place
 
 from .context import Context, pid
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("portal.memory")
 
+SUMMARY_MAX = 2000  # characters of the model's summary kept for the job's app
 MAX_ATTEMPTS = 5  # the model is tried again after Options.job_retry_seconds, doubled each time: 2, 4, 8, 16 s
 
 
@@ -67,11 +68,28 @@ class Jobs:
         return job
 
     def get(self, place: Place, job_id: str) -> Job:
-        """The job with this id in this place (without its transcript); NotFound for anyone else's."""
-        with self.ctx.store.read(as_place(place)) as tx:
+        """The job with this id in this place, as the app that sent it sees it; NotFound for any
+        other app's job, and for anyone else's. Never its transcript.
+
+        The model's summary is handed over once, to the app that sent the job: the answer that
+        carries it clears it (an erasure, in the same transaction); every later one carries none.
+        A summary never read is erased after `summary_retention` (`Retention.sweep`)."""
+        ctx, place = self.ctx, as_place(place)
+        reader = ctx.app.id if ctx.app is not None else None
+        with ctx.store.read(place) as tx:
             job = tx.get_job(job_id)
-        if job is None:
+        if job is None or (reader is not None and job.app_id not in (None, reader)):
             raise NotFound()
+        if job.summary is None or job.app_id != reader:
+            return replace(job, work=None, summary=None)
+        with ctx.store.write(place) as tx:
+            job = tx.get_job(job_id)
+            if job is None:
+                raise NotFound()  # erased in between
+            if job.summary is not None:
+                tx.save_job(replace(job, summary=None))
+                tx.commit()
+        log.info("job.summary_taken place=%s id=%s", pid(place), job_id)
         return replace(job, work=None)
 
     # ---------------------------------------------------------------- the worker's side
@@ -98,20 +116,26 @@ class Jobs:
             tx.save_job(job)
             tx.commit()
         work = job.work or {}
+        summary = None
         try:
             result = self.service_for(job.app_id).consolidate(
                 place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
                 language=work.get("language"))
             outcome, reason = result.to_json(), result.reason if result.status == "failed" else None
+            summary = (result.summary or "")[:SUMMARY_MAX] or None
         except Refused as refused:  # the person blocked the app since: it will not run
             outcome, reason = None, refused.code
         retry = reason is not None and outcome is not None and job.attempts < MAX_ATTEMPTS
+        # The transcript goes once the job is over (an erasure: the store cleans up after it); the
+        # result keeps counts and codes, the summary waits apart for the job's app (`get`).
         if retry:
             finished = replace(job, state=QUEUED, reason=reason, updated_at=ctx.clock())
         elif reason is not None:
-            finished = replace(job, state=FAILED, reason=reason, result=outcome, work=None, updated_at=ctx.clock())
+            finished = replace(job, state=FAILED, reason=reason, result=content_free(outcome), work=None,
+                               updated_at=ctx.clock())
         else:
-            finished = replace(job, state=DONE, result=outcome, work=None, updated_at=ctx.clock())
+            finished = replace(job, state=DONE, result=content_free(outcome), summary=summary, work=None,
+                               updated_at=ctx.clock())
         with ctx.store.write(place) as tx:
             if tx.get_job(job_id) is None:
                 return None  # erased while it ran: nothing of it stays

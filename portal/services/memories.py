@@ -18,7 +18,7 @@ from portal.domain.types import CHANNELS, ORIGINS, Embedding, Holding, Memory, P
 from portal.ports import StoreTx, as_vector
 
 from .context import Context, pid
-from .drafts import Draft, draft, duplicate_of, edit_draft, meet_duplicate, provenance, snapshot, trim
+from .drafts import Draft, draft, duplicate_of, edit_draft, meet_duplicate, provenance, replaced_wording, trim
 
 log = logging.getLogger("portal.memory")
 
@@ -172,11 +172,10 @@ class Memories:
                 changed.revision = current.revision + 1
                 if in_place:
                     # No earlier text survives an in-place edit: a regretted detail is gone for good.
-                    while tx.pop_revision(memory_id) is not None:
-                        pass
+                    tx.erase_history(memory_id)
                     changed.last_op = "in_place"
                 else:
-                    tx.push_revision(snapshot(current))
+                    tx.push_revision(replaced_wording(ctx, current, tuple(sources)))
                     changed.last_op = "update"
             tx.save(changed, current.revision)
             tx.commit()
@@ -245,6 +244,19 @@ class Memories:
             tx.commit()
         log.info("memory.forget place=%s id=%s revisions=%d", pid(place), memory_id, memories + revisions)
         return memories + revisions
+
+    def erase_history(self, place: Place, memory_id: str) -> int:
+        """Erase every earlier wording of a memory, as forget erases them (the assistant's corrections
+        included); its current wording stays, and there is nothing left to undo. Answers how many
+        wordings went; raises NotFound when there is no such memory."""
+        ctx, place = self.ctx, as_place(place)
+        with ctx.store.write(place) as tx:
+            if tx.get(memory_id) is None:
+                raise NotFound()
+            erased = tx.erase_history(memory_id)
+            tx.commit()
+        log.info("memory.erase_history place=%s id=%s revisions=%d", pid(place), memory_id, erased)
+        return erased
 
     def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
         """Give a vector to memories without one, or re-embed those of another model. Resumable:

@@ -154,6 +154,9 @@ class MemoryService:
     def forget(self, place: Place, memory_id: str, origin: str = "asserted") -> int:
         return self.memories.forget(place, memory_id, origin)
 
+    def erase_history(self, place: Place, memory_id: str) -> int:
+        return self.memories.erase_history(place, memory_id)
+
     def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
         return self.memories.reindex(limit, progress, batch)
 
@@ -236,10 +239,13 @@ class MemoryService:
     def prune(
         self, history_older_than: timedelta | None = None, receipts_older_than: timedelta | None = None,
         archived_older_than: timedelta | None = None, progress: Callable[[int], None] | None = None, batch: int = 200,
-        app_uses_older_than: timedelta | None = None,
+        app_uses_older_than: timedelta | None = None, jobs_older_than: timedelta | None = None,
     ) -> PruneCounts:
         return self.retention.prune(history_older_than, receipts_older_than, archived_older_than, progress, batch,
-                                    app_uses_older_than)
+                                    app_uses_older_than, jobs_older_than)
+
+    def sweep(self) -> PruneCounts:
+        return self.retention.sweep()
 
 
 __all__ = ["MemoryService", "Undone"]

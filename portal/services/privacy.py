@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from portal.domain.apps import READ, use_json
 from portal.domain.audit import AuditNote
+from portal.domain.jobs import Job
 from portal.domain.types import Place, PurgeCounts, as_place, iso
 from portal.ports import Filters, Settings
 
@@ -46,8 +48,11 @@ class Privacy:
         return paused
 
     def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
-        """Everything kept in this place: every memory with its revisions, and the settings. With
-        `audit`, its entry (the count exported) is written in the same transaction as the read."""
+        """Everything kept in this place: every memory with its revisions, the settings, the apps'
+        uses, and the background consolidations with what each still holds (the transcript of one
+        not over yet, a summary its app has not read yet: the person sees them, an app its own
+        jobs' counts only, never a second copy of the summary). With `audit`, its entry (the count
+        exported) is written in the same transaction as the read."""
         ctx, place = self.ctx, as_place(place)
         with ctx.store.write(place) if audit is not None else ctx.store.read(place) as tx:
             items = []
@@ -56,17 +61,18 @@ class Privacy:
                 data["revisions"] = [r.to_json() for r in tx.history(memory.id)]
                 items.append(data)
             settings = tx.settings()
-            uses, controls = tx.app_uses(), tx.app_controls()
-            if ctx.app is not None:  # an app is told of its own uses, not of the other apps'
+            uses, controls, jobs = tx.app_uses(), tx.app_controls(), tx.jobs()
+            if ctx.app is not None:  # an app is told of its own uses and jobs, not of the other apps'
                 uses = [u for u in uses if u.app_id == ctx.app.id]
                 controls = {k: v for k, v in controls.items() if k == ctx.app.id}
+                jobs = [replace(j, summary=None, work=None) for j in jobs if j.app_id == ctx.app.id]
             if audit is not None:
                 tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(items)}, at=ctx.clock()))
                 tx.commit()
         note_reads(ctx, place, READ, [item["id"] for item in items])
         return {"owner_id": place.owner_id, "scope": place.scope, "exported_at": iso(ctx.clock()),
                 "settings": {"paused": settings.paused}, "memories": items,
-                "app_controls": controls, "app_uses": [use_json(u) for u in uses]}
+                "app_controls": controls, "app_uses": [use_json(u) for u in uses], "jobs": [job_json(j) for j in jobs]}
 
     def forget_all(self, place: Place, audit: AuditNote | None = None) -> dict[str, int]:
         """The person's "erase everything" in one place: every memory and revision, and everything
@@ -101,3 +107,10 @@ class Privacy:
         counts = self.ctx.store.purge_owner(owner_id, scopes, entry)
         log.info("memory.purge_owner memories=%d revisions=%d", counts.memories, counts.revisions)
         return counts
+
+
+def job_json(job: Job) -> dict[str, Any]:
+    """A job as the export shows it: its state and counts, and the words it still holds."""
+    data = job.to_json()
+    data["transcript"] = job.work.get("transcript") if job.work else None
+    return data

@@ -1,8 +1,13 @@
-"""Retention: how long earlier wordings, idempotency receipts and archived memories are kept.
+"""Retention: how long earlier wordings, idempotency receipts, archived memories, the apps' uses
+and background jobs are kept, and the erasure of words whose time is over.
 
-`memory-portal prune` calls it, typically from a daily cron job. The
-store deletes old history and receipts in bulk; archived memories are erased here, place by place,
-the way `forget` erases, so the two paths cannot drift apart.
+`sweep` erases what is kept only for a while — an earlier wording once its Undo is no longer
+offered, a job's summary its app never read — and runs every minute in the background worker
+(`memory-portal worker`, or a thread of `serve` on the embedded default), and in every `prune`.
+`memory-portal prune` applies the retention periods, typically from a daily cron job. The store
+deletes in bulk, each batch its own transaction, and cleans up after each erasure as after a
+forget (`SqlStore.after_erasure`); archived memories are erased here, place by place, the way
+`forget` erases, so the two paths cannot drift apart.
 """
 
 from __future__ import annotations
@@ -26,15 +31,29 @@ class PruneCounts:
     receipts: int = 0
     memories: int = 0
     app_uses: int = 0
+    summaries: int = 0
+    jobs: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {"revisions": self.revisions, "receipts": self.receipts, "memories": self.memories,
-                "app_uses": self.app_uses}
+                "app_uses": self.app_uses, "summaries": self.summaries, "jobs": self.jobs}
 
 
 class Retention:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+
+    def sweep(self) -> PruneCounts:
+        """Erase, in every place, the words kept only for a while whose time is over: earlier
+        wordings whose Undo is no longer offered (`Revision.expires_at`), and the summaries of jobs
+        over for longer than `summary_retention` that their app never read. Each as forget erases.
+        Safe to run at any time and in several processes at once. Logs counts only."""
+        now = self.ctx.clock()
+        revisions = self.ctx.store.expire_revisions(now)
+        summaries = self.ctx.store.expire_summaries(now - self.ctx.options.summary_retention)
+        if revisions or summaries:
+            log.info("memory.sweep revisions=%d summaries=%d", revisions, summaries)
+        return PruneCounts(revisions=revisions, summaries=summaries)
 
     def prune(
         self,
@@ -44,8 +63,10 @@ class Retention:
         progress: Callable[[int], None] | None = None,
         batch: int = 200,
         app_uses_older_than: timedelta | None = None,
+        jobs_older_than: timedelta | None = None,
     ) -> PruneCounts:
         """Apply the retention periods, in every place; a period left None leaves that data alone.
+        Whatever the periods, it first erases what `sweep` erases.
 
         Guarantees:
         - History: an earlier wording is deleted once it, and the wording that replaced it, are
@@ -59,6 +80,7 @@ class Retention:
           and a content-free tombstone keeps a replayed write from bringing them back.
           Each place changes under its own write lock; a memory made active again meanwhile stays.
         - Apps' uses (the connected-apps log) last counted before `app_uses_older_than` are deleted.
+        - Background jobs over (done or failed) and unchanged for `jobs_older_than` are deleted.
         Periods must be positive. Safe to run again or to stop half way: each batch commits alone.
         `progress` is told how many rows each step deleted. Logs carry counts only.
         """
@@ -67,13 +89,18 @@ class Retention:
             ("receipts_older_than", receipts_older_than),
             ("archived_older_than", archived_older_than),
             ("app_uses_older_than", app_uses_older_than),
+            ("jobs_older_than", jobs_older_than),
         ):
             if period is not None and period <= timedelta(0):
                 raise ValueError(f"{name} must be a positive period")
+        swept = self.sweep()
+        if progress:
+            progress(swept.revisions + swept.summaries)
         now = self.ctx.clock()
-        memories = revisions = receipts = 0
+        memories, revisions, receipts = 0, swept.revisions, 0
         if archived_older_than is not None:
-            memories, revisions = self._erase_archived(now - archived_older_than, now, progress, batch)
+            memories, archived_revisions = self._erase_archived(now - archived_older_than, now, progress, batch)
+            revisions += archived_revisions
         if history_older_than is not None:
             pruned = self.ctx.store.prune_history(now - history_older_than)
             revisions += pruned
@@ -88,8 +115,15 @@ class Retention:
             uses = self.ctx.store.prune_uses(now - app_uses_older_than)
             if progress:
                 progress(uses)
-        counts = PruneCounts(revisions=revisions, receipts=receipts, memories=memories, app_uses=uses)
-        log.info("memory.prune memories=%d revisions=%d receipts=%d app_uses=%d", memories, revisions, receipts, uses)
+        jobs = 0
+        if jobs_older_than is not None:
+            jobs = self.ctx.store.prune_jobs(now - jobs_older_than)
+            if progress:
+                progress(jobs)
+        counts = PruneCounts(revisions=revisions, receipts=receipts, memories=memories, app_uses=uses,
+                             summaries=swept.summaries, jobs=jobs)
+        log.info("memory.prune memories=%d revisions=%d receipts=%d app_uses=%d summaries=%d jobs=%d", memories,
+                 revisions, receipts, uses, swept.summaries, jobs)
         return counts
 
     def _erase_archived(

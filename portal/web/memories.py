@@ -115,7 +115,7 @@ def add() -> ResponseReturnValue:
         current_user.place, request.form.get("text", ""), kind=request.form.get("kind") or None,
         importance=request.form.get("importance") or None, sources=(Source("portal"),), person_name=current_user.name,
     )
-    text = _("Saved.") if not outcome.replaced_id else _("Updated the memory it repeats.")
+    text = _("Saved.") if not outcome.replaced_id else undo_for(_("Updated the memory it repeats."))
     if is_htmx():
         row = render_template("memories/_row.html", memory=outcome.memory, new_ids=set())
         oob = render_template("memories/_add_form.html", oob=True, **context())
@@ -162,7 +162,15 @@ def save(memory_id: str) -> ResponseReturnValue:
         expected_revision=int(revision) if revision.isdigit() else None, sources=(Source("portal"),),
         person_name=current_user.name,
     )
-    return done(outcome.memory, _("Saved."), undo=outcome.memory.last_op in ("update", "replace"))
+    undoable = outcome.memory.last_op in ("update", "replace")
+    return done(outcome.memory, undo_for(_("Saved.")) if undoable else _("Saved."), undo=undoable)
+
+
+def undo_for(text: str) -> str:
+    """A change's toast, saying how long it can be undone: the earlier wording is kept that long
+    only (`Options.undo_window`), then erased."""
+    minutes = int(service().options.undo_window.total_seconds() // 60)
+    return text + " " + ngettext("You can undo it for %(num)d minute.", "You can undo it for %(num)d minutes.", minutes)
 
 
 def row_refused(text: str, memory_id: str) -> ResponseReturnValue:
@@ -213,6 +221,24 @@ def history(memory_id: str) -> ResponseReturnValue:
     names = apps_of(runtime().api_keys.list(current_user.tenant_id))
     return render_template("memories/history.html", memory=memory, revisions=revisions, uses=uses,
                            app_names={i: a.name for i, a in names.items()}, **context())
+
+
+def asking_to_erase_history(memory_id: str) -> Ask:
+    memory = service().get(current_user.place, memory_id)
+    return Ask(_("Erase every earlier wording of this memory for good? Its current wording stays."),
+               _("Erase earlier wordings"), url_for("memories.history", memory_id=memory.id), memory.text)
+
+
+@bp.post("/memories/<memory_id>/history/erase")
+@login_required
+@asks_first(asking_to_erase_history)
+def erase_history(memory_id: str) -> ResponseReturnValue:
+    erased = service().erase_history(current_user.place, memory_id)
+    flash(ngettext("%(num)d earlier wording erased.", "%(num)d earlier wordings erased.", erased))
+    page = url_for("memories.history", memory_id=memory_id)
+    if is_htmx():  # the whole page changes: htmx loads it (the message rides in the session)
+        return make_response("", 204, {"HX-Redirect": page})
+    return redirect(page, 303)
 
 
 def done(memory: Memory, text: str, undo: bool, focus: str = "edit") -> ResponseReturnValue:

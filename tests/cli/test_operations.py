@@ -17,11 +17,12 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from portal.adapters.cipher import CipherError, FernetCipher, generate_key
-from portal.adapters.sql.tables import idempotency_receipts, memories, memory_revisions
+from portal.adapters.sql.tables import consolidation_jobs, idempotency_receipts, memories, memory_revisions
 from portal.bootstrap import Runtime, build_runtime
 from portal.cli import main
 from portal.config import load_config
 from portal.domain.apps import App
+from portal.domain.jobs import Job
 from portal.domain.types import Place, Saved
 from portal.services.idempotency import Answer, once
 from portal.services.memory_service import MemoryService
@@ -96,7 +97,7 @@ def test_prune_deletes_old_history_receipts_and_archived_memories(env, runtime_f
     result = run(["prune", "--history-older-than", "90d", "--receipts-older-than", "720h"], env)
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"revisions": 1, "receipts": 1, "memories": 0, "app_uses": 1}
+    assert json.loads(result.stdout) == {"revisions": 1, "receipts": 1, "memories": 0, "app_uses": 1, "summaries": 0, "jobs": 0}
     with runtime.store.read(HERE) as tx:
         assert [u.memory_id for u in tx.app_uses()] == [recent.memory.id]
     assert [r.text for r in runtime.service.history(HERE, settled.memory.id)] == ["Lives in Paris"]
@@ -105,7 +106,7 @@ def test_prune_deletes_old_history_receipts_and_archived_memories(env, runtime_f
         assert tx.get_receipt("signup-1") is None and tx.get_receipt("signup-2") is not None
     again = run(["prune", "--history-older-than", "90d", "--receipts-older-than", "30d", "--archived-older-than", "180d"], env)
     assert again.returncode == 0 and json.loads(again.stdout) == {"revisions": 0, "receipts": 0, "memories": 0,
-                                                          "app_uses": 0}
+                                                          "app_uses": 0, "summaries": 0, "jobs": 0}
 
 
 def test_prune_erases_long_archived_memories(env, runtime_for) -> None:
@@ -121,7 +122,7 @@ def test_prune_erases_long_archived_memories(env, runtime_for) -> None:
     result = run(["prune", "--archived-older-than", "180d"], env)
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 1, "app_uses": 0}
+    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 1, "app_uses": 0, "summaries": 0, "jobs": 0}
     assert runtime.service.list(HERE, state="all").items == []
     with refused("not_found"):
         runtime.service.undo(HERE, old.memory.id)
@@ -142,15 +143,18 @@ def test_prune_refuses_a_bad_period_from_the_command_line(bare_env) -> None:
     assert "like 90d, 12h or 30m" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_prune_without_a_period_says_what_to_give(bare_env) -> None:
-    result = run(["prune"], {**bare_env, "MEMORY_APP_USES_DAYS": "0"})
-    assert result.returncode == 2 and "--history-older-than" in result.stderr
+def test_prune_without_a_period_still_erases_the_words_whose_time_is_over(env) -> None:
+    result = run(["prune"], {**env, "MEMORY_APP_USES_DAYS": "0"})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 0, "app_uses": 0, "summaries": 0,
+                                         "jobs": 0}
 
 
 def test_prune_alone_applies_the_configured_retention_of_the_apps_uses(env) -> None:
     result = run(["prune"], env)  # MEMORY_APP_USES_DAYS: 180 by default
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 0, "app_uses": 0}
+    assert json.loads(result.stdout) == {"revisions": 0, "receipts": 0, "memories": 0, "app_uses": 0, "summaries": 0,
+                                         "jobs": 0}
 
 
 # ---------------------------------------------------------------------------------------- rotate-keys
@@ -167,19 +171,32 @@ def test_rotate_keys_moves_everything_to_the_first_key(env, runtime_for) -> None
         ids.append(saved.memory.id)
     assert old.service.update(HERE, ids[1], text="Lives in Paris").ok
     once(old.store, HERE, "signup-1", "d", lambda: Answer(201, {"memory": {"id": ids[0], "revision": 1, "text": texts[0]}}))
+    # A conversation waiting to be learnt, and a job over whose summary its app has not read yet.
+    now = old.service.clock()
+    waiting = Job("job-waiting", HERE.owner_id, HERE.scope, "conv-1", "queued", 0, now, now,
+                  work={"transcript": "I keep bees"})
+    over = Job("job-over", HERE.owner_id, HERE.scope, "conv-2", "done", 1, now, now, result={"status": "done"},
+               summary="Talked about bees")
+    with old.store.write(HERE) as tx:
+        tx.put_job(waiting)
+        tx.put_job(over)
+        tx.commit()
 
     rotated = run(["rotate-keys", "--batch-size", "2"], {**env, "MEMORY_ENCRYPTION_KEYS": f"{key_b},{key_a}"})
 
     assert rotated.returncode == 0, rotated.stderr
-    assert json.loads(rotated.stdout) == {"memories": 3, "revisions": 1, "receipts": 1, "unchanged": 0}
+    assert json.loads(rotated.stdout) == {"memories": 3, "revisions": 1, "receipts": 1, "jobs": 1, "summaries": 1,
+                                          "unchanged": 0}
     only_b, only_a = FernetCipher([key_b]), FernetCipher([key_a])
     with old.engine.connect() as conn:
         tokens = [
             *conn.execute(select(memories.c.text)).scalars(),
             *conn.execute(select(memory_revisions.c.text)).scalars(),
             *conn.execute(select(idempotency_receipts.c.response)).scalars(),
+            *conn.execute(select(consolidation_jobs.c.work).where(consolidation_jobs.c.work.is_not(None))).scalars(),
+            *conn.execute(select(consolidation_jobs.c.summary).where(consolidation_jobs.c.summary.is_not(None))).scalars(),
         ]
-    assert len(tokens) == 5
+    assert len(tokens) == 7
     plain = [only_b.decrypt(token) for token in tokens]
     assert {"Likes green tea", "Lives in Paris", "Works as a nurse", "Lives in Lyon"} <= set(plain)
     assert all(text not in token for token in tokens for text in texts)
@@ -190,11 +207,13 @@ def test_rotate_keys_moves_everything_to_the_first_key(env, runtime_for) -> None
     # The old key is dropped: everything reads, and an exact repeat is still found as a duplicate.
     new = runtime_for(MEMORY_ENCRYPTION_KEYS=key_b)
     assert {m.text for m in new.service.list(HERE).items} == {"Likes green tea", "Lives in Paris", "Works as a nurse"}
+    with new.store.read(HERE) as tx:
+        assert tx.get_job("job-waiting") == waiting and tx.get_job("job-over") == over
     again = new.service.remember(HERE, "likes GREEN tea")
     assert isinstance(again, Saved) and again.replaced_id == ids[0]
     assert len(new.service.list(HERE).items) == 3
     assert run(["rotate-keys"], {**env, "MEMORY_ENCRYPTION_KEYS": key_b}).stdout.strip() == json.dumps(
-        {"memories": 0, "revisions": 0, "receipts": 0, "unchanged": 6}
+        {"memories": 0, "revisions": 0, "receipts": 0, "jobs": 0, "summaries": 0, "unchanged": 8}
     )
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from portal.adapters.cipher import FernetCipher, generate_key
 from portal.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,7 +203,8 @@ def test_compose_counts_rate_limits_in_its_own_unpublished_redis() -> None:
     assert "redis-cli ping" in " ".join(redis["healthcheck"]["test"])
     assert redis["restart"] == "unless-stopped"
 
-    dotenv = {"POSTGRES_PASSWORD": "example-only-not-a-real-password", "MEMORY_SECRET_KEY": "x" * 40}
+    dotenv = {"POSTGRES_PASSWORD": "example-only-not-a-real-password", "MEMORY_SECRET_KEY": "x" * 40,
+              "MEMORY_ENCRYPTION_KEYS": generate_key()}
     for name in ("app", "mcp"):
         service = services[name]
         assert service["depends_on"].get("redis", {}).get("condition") == "service_healthy", f"{name} waits for redis"
@@ -230,7 +232,7 @@ def test_compose_holds_no_secret_and_refuses_to_start_without_them() -> None:
             if SECRET_NAMES.search(key):
                 # A secret is only ever a reference to the operator's .env, never a value.
                 assert re.fullmatch(r"\$\{\w+:?[-?][^}]*\}", str(value)), f"{name}.{key} is written in the file"
-    for required in ("POSTGRES_PASSWORD", "MEMORY_SECRET_KEY"):
+    for required in ("POSTGRES_PASSWORD", "MEMORY_SECRET_KEY", "MEMORY_ENCRYPTION_KEYS"):
         assert re.search(r"\$\{" + required + r":\?", text), f"{required} must be required, with no default"
     # The database URL carries the password by reference only.
     url = services["app"]["environment"]["MEMORY_DATABASE_URL"]
@@ -240,12 +242,19 @@ def test_compose_holds_no_secret_and_refuses_to_start_without_them() -> None:
 
 
 def test_the_app_environment_of_compose_is_a_valid_production_config() -> None:
-    dotenv = {"POSTGRES_PASSWORD": "example-only-not-a-real-password", "MEMORY_SECRET_KEY": "x" * 40}
+    key = generate_key()
+    dotenv = {"POSTGRES_PASSWORD": "example-only-not-a-real-password", "MEMORY_SECRET_KEY": "x" * 40,
+              "MEMORY_ENCRYPTION_KEYS": key}
     environment = {k: interpolate(str(v), dotenv) for k, v in compose()["services"]["app"]["environment"].items()}
     config = load_config(environment)
     assert config.production and config.is_postgres
     assert config.database_url == "postgresql://memory:example-only-not-a-real-password@db:5432/memory"
-    assert config.embedder == "local" and config.ai_enabled and config.encryption_keys is None
+    assert config.embedder == "local" and config.ai_enabled and config.encryption_keys == key
+    assert not config.plaintext_on_postgres
+    # The key the file asks for is the one the app encrypts with.
+    FernetCipher.from_env_value(config.encryption_keys)
+    with pytest.raises(LookupError, match="MEMORY_ENCRYPTION_KEYS"):
+        interpolate(compose()["services"]["app"]["environment"]["MEMORY_ENCRYPTION_KEYS"], {})
     migrate = {k: interpolate(str(v), dotenv) for k, v in compose()["services"]["migrate"]["environment"].items()}
     assert load_config(migrate).embedder == "none"  # migrating never needs the model
 

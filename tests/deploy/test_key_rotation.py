@@ -133,3 +133,44 @@ def test_two_people_holding_the_same_memory_id_are_each_rotated_in_their_own_pla
         with new_only.read(Place(owner, "tenant-1")) as tx:
             assert [m.text for m in tx.get_many(["0" * 32])] == [text + " a lot"]
             assert [r.text for r in tx.history("0" * 32)] == [text]
+
+
+def test_a_database_written_in_the_clear_is_encrypted_whole_and_searched_as_before(engine: Engine) -> None:
+    """Issue 26: a PostgreSQL that ran without keys (allowed before) is switched to encryption by
+    `rotate-keys --encrypt-plaintext`: every text, earlier wording, stored answer, job transcript
+    and summary becomes a token of the first key, search terms go, duplicate keys become keyed;
+    the app then reads and finds everything with the key alone. A token no key reads still stops it."""
+    from portal.adapters.sql.tables import consolidation_jobs, memory_revisions
+    from portal.domain.jobs import Job
+
+    plain = MemoryService(SqlStore(engine))
+    first = plain.remember(HERE, "Likes green tea")
+    plain.update(HERE, first.memory.id, text="Likes green tea with mint")
+    bees = plain.remember(HERE, "Keeps bees")
+    now = plain.clock()
+    with plain.store.write(HERE) as tx:
+        tx.put_job(Job("job-1", HERE.owner_id, HERE.scope, "conv-1", "queued", 0, now, now, work={"transcript": "bees"}))
+        tx.put_job(Job("job-2", HERE.owner_id, HERE.scope, "conv-2", "done", 1, now, now, result={"status": "done"},
+                       summary="Talked about bees"))
+        tx.commit()
+    key = generate_key()
+    cipher = FernetCipher([key])
+    store = SqlStore(engine, cipher=cipher)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - without the flag, text in the clear reads as no key's token
+        rotate_keys(store, cipher)
+    counts = rotate_keys(store, cipher, batch=2, encrypt_plaintext=True)
+    assert (counts.memories, counts.revisions, counts.jobs, counts.summaries) == (2, 1, 1, 1)
+    with engine.connect() as conn:
+        stored = [*conn.execute(select(memories.c.text)).scalars(), *conn.execute(select(memory_revisions.c.text)).scalars(),
+                  *conn.execute(select(consolidation_jobs.c.work).where(consolidation_jobs.c.work.is_not(None))).scalars(),
+                  *conn.execute(select(consolidation_jobs.c.summary).where(consolidation_jobs.c.summary.is_not(None))).scalars()]
+        assert conn.execute(select(memories.c.search_text).where(memories.c.search_text.is_not(None))).first() is None
+    assert len(stored) == 5 and all("tea" not in s and "bees" not in s for s in stored)
+    encrypted = MemoryService(store)
+    assert [h.memory.text for h in encrypted.recall(HERE, "bees")] == ["Keeps bees"]
+    assert [r.text for r in encrypted.history(HERE, first.memory.id)] == ["Likes green tea with mint", "Likes green tea"]
+    again = encrypted.remember(HERE, "KEEPS BEES!")
+    assert again.replaced_id == bees.memory.id  # found by its words: the duplicate key is the keyed one now
+    assert rotate_keys(store, cipher, encrypt_plaintext=True) == RotationCounts(unchanged=6)  # and the new wording
+    with pytest.raises(CipherError):
+        FernetCipher([generate_key()]).decrypt(stored[0])

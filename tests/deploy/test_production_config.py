@@ -10,15 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from portal.config import Config, ConfigError, load_config, secret_key_for
+from portal.adapters.cipher import FernetCipher
+from portal.config import Config, ConfigError, encryption_keys_for, load_config, secret_key_for
 
 SECRET = "s" * 32
 PG = "postgresql://memory:example-only@db:5432/memory"
 BIN = Path(sys.executable).parent / "memory-portal"
 
 
+KEYS = "x" * 43 + "="  # any value: load_config reads it, build_runtime checks it
+
+
 def production(**variables: str) -> dict[str, str]:
-    return {"MEMORY_ENV": "production", **variables}
+    return {"MEMORY_ENV": "production", "MEMORY_ENCRYPTION_KEYS": KEYS, **variables}
 
 
 def test_production_without_a_secret_key_names_it(tmp_path: Path) -> None:
@@ -71,6 +75,8 @@ def test_overrides_cannot_weaken_a_production_config() -> None:
         load_config(base, overrides={"secret_key": ""})
     with pytest.raises(ConfigError, match="MEMORY_SECRET_KEY"):
         load_config({}, overrides={"env": "production", "database_url": PG})
+    with pytest.raises(ConfigError, match="MEMORY_ENCRYPTION_KEYS is required with PostgreSQL"):
+        load_config(base, overrides={"encryption_keys": None})
 
 
 def test_development_keeps_its_embedded_defaults(tmp_path: Path) -> None:
@@ -95,6 +101,7 @@ def test_secret_key_for_refuses_a_production_config_without_one(tmp_path: Path) 
         ({}, "MEMORY_SECRET_KEY"),
         ({"MEMORY_SECRET_KEY": SECRET}, "MEMORY_DATABASE_URL"),
         ({"MEMORY_SECRET_KEY": SECRET, "MEMORY_DATABASE_URL": "sqlite:///x.db"}, "MEMORY_DATABASE_URL"),
+        ({"MEMORY_SECRET_KEY": SECRET, "MEMORY_DATABASE_URL": PG}, "MEMORY_ENCRYPTION_KEYS"),
     ],
 )
 def test_the_commands_stop_before_doing_anything_and_name_the_variable(
@@ -110,3 +117,34 @@ def test_the_commands_stop_before_doing_anything_and_name_the_variable(
         assert result.returncode != 0 and named in result.stderr, (command, result.stderr)
         assert "Booting worker" not in result.stderr
     assert not (tmp_path / "instance").exists()  # no SQLite file, no generated key
+
+
+# ---------------------------------------------------------------------------- text at rest on PostgreSQL
+
+
+def test_production_on_postgresql_without_encryption_keys_is_refused_and_told_the_cost(tmp_path: Path) -> None:
+    variables = {**production(MEMORY_SECRET_KEY=SECRET, MEMORY_DATABASE_URL=PG, MEMORY_INSTANCE_PATH=str(tmp_path))}
+    del variables["MEMORY_ENCRYPTION_KEYS"]
+    with pytest.raises(ConfigError) as refused:
+        load_config(variables)
+    said = str(refused.value)
+    assert "MEMORY_ENCRYPTION_KEYS is required with PostgreSQL" in said
+    assert "stay readable" in said and "MEMORY_PLAINTEXT_ON_POSTGRES=accept" in said and "encryption-key" in said
+    assert not (tmp_path / "encryption_key").exists()  # production never makes itself a key
+    with pytest.raises(ConfigError, match="MEMORY_PLAINTEXT_ON_POSTGRES must be no or accept"):
+        load_config({**variables, "MEMORY_PLAINTEXT_ON_POSTGRES": "yes"})
+    accepted = load_config({**variables, "MEMORY_PLAINTEXT_ON_POSTGRES": "accept"})
+    assert accepted.plaintext_on_postgres and accepted.encryption_keys is None
+
+
+def test_a_development_postgresql_gets_a_key_made_once_under_the_instance(tmp_path: Path) -> None:
+    config = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_DATABASE_URL": PG})
+    key = encryption_keys_for(config, postgres=True)
+    assert key and encryption_keys_for(config, postgres=True) == key
+    assert (tmp_path / "encryption_key").stat().st_mode & 0o077 == 0
+    FernetCipher.from_env_value(key)  # a real key
+    assert encryption_keys_for(load_config({"MEMORY_INSTANCE_PATH": str(tmp_path / "other")}), postgres=False) is None
+    given = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path / "given"), "MEMORY_ENCRYPTION_KEYS": KEYS})
+    assert encryption_keys_for(given, postgres=True) == KEYS and not (tmp_path / "given" / "encryption_key").exists()
+    accepted = load_config({"MEMORY_INSTANCE_PATH": str(tmp_path / "plain"), "MEMORY_PLAINTEXT_ON_POSTGRES": "accept"})
+    assert encryption_keys_for(accepted, postgres=True) is None and not (tmp_path / "plain").exists()

@@ -222,7 +222,7 @@ def check_0012_keys_by_owner_and_keeps_every_row(engine: Engine) -> None:
     from datetime import UTC, datetime
 
     import numpy as np
-    from sqlalchemy import insert, select
+    from sqlalchemy import MetaData, Table, insert, select
     from sqlalchemy.exc import IntegrityError
 
     from portal.adapters.sql.store import SqlStore
@@ -247,15 +247,18 @@ def check_0012_keys_by_owner_and_keeps_every_row(engine: Engine) -> None:
         conn.execute(insert(consolidation_jobs).values(id="j1", owner_id="ada", **job))
 
     def everything() -> list[list[tuple[Any, ...]]]:
+        """Every row of the three tables, as the schema of the moment has them (read by reflection)."""
         with engine.connect() as conn:
+            now_tables = [Table(t.name, MetaData(), autoload_with=conn) for t in (memories, memory_revisions, consolidation_jobs)]
             return [[tuple(v.tobytes() if isinstance(v, np.ndarray) else v for v in r)
-                     for r in conn.execute(select(t).order_by(*t.primary_key.columns))]
-                    for t in (memories, memory_revisions, consolidation_jobs)]
+                     for r in conn.execute(select(t).order_by(*(t.c[c.name] for c in head.primary_key.columns)))]
+                    for t, head in zip(now_tables, (memories, memory_revisions, consolidation_jobs), strict=True)]
 
     before = everything()
     assert changed_keys(engine) == KEYED_BEFORE_0012
-    upgrade(engine)
+    upgrade(engine, "0012")
     assert everything() == before and owner_less_keys(engine) == [] and changed_keys(engine) == KEYED_BY_OWNER
+    upgrade(engine)
     store = SqlStore(engine)
     with store.read(Place("ada", "default")) as tx:
         found = tx.get_many(["m1", "m2"])
@@ -265,7 +268,7 @@ def check_0012_keys_by_owner_and_keeps_every_row(engine: Engine) -> None:
     assert store.job_place("j1") == Place("ada", "default")
     downgrade(engine, "0011")
     assert everything() == before and changed_keys(engine) == KEYED_BEFORE_0012
-    upgrade(engine)
+    upgrade(engine, "0012")
     assert everything() == before and changed_keys(engine) == KEYED_BY_OWNER
     # Now one id may name a memory of each of two people; going back below 0012 then refuses, whole.
     with engine.begin() as conn:

@@ -78,31 +78,39 @@ class Crossing:
 
 
 ALL_OWNER_TABLES = tuple(OWNER_COLUMNS)
-PRUNE = "store.SqlStore._delete_in_batches"
+PRUNE = "maintenance.StoreMaintenance._delete_in_batches"
+KEEPING = "maintenance.StoreMaintenance"
 PURGE = ("uow.purge", "uow.SqlUnitOfWork.purge_owner")
 CROSSINGS = (
     Crossing(("store.SqlStore.needing_vector",), "SELECT", people("memories"),
              "reindex: the memories of every place lacking a vector of the model, in id order, a batch at a time"),
     Crossing(("store.SqlStore.places",), "SELECT", people("memories"), "every place holding memories (maintenance)"),
-    Crossing(("store.SqlStore.archived_before",), "SELECT", people("memories"),
+    Crossing((f"{KEEPING}.archived_before",), "SELECT", people("memories"),
              "retention: archived memories left untouched since the cutoff, in every place"),
-    Crossing((PRUNE, "store.SqlStore.prune_history"), "SELECT",
+    Crossing((PRUNE, f"{KEEPING}.prune_history"), "SELECT",
              people("memory_revisions", "memory_revisions AS later", "memories"),
              "retention: the keys of wordings replaced before the cutoff, in every place (each batch's DELETE is by owner)"),
-    Crossing((PRUNE, "store.SqlStore.prune_receipts"), "SELECT", people("idempotency_receipts"),
+    Crossing((PRUNE, f"{KEEPING}.prune_receipts"), "SELECT", people("idempotency_receipts"),
              "retention: the keys of completed receipts older than the cutoff, in every place"),
-    Crossing((PRUNE, "store.SqlStore.prune_uses"), "SELECT", people("app_uses"),
+    Crossing((PRUNE, f"{KEEPING}.prune_uses"), "SELECT", people("app_uses"),
              "retention: the keys of app uses last counted before the cutoff, in every place"),
+    Crossing((PRUNE, f"{KEEPING}.prune_jobs"), "SELECT", people("consolidation_jobs"),
+             "retention: the keys of jobs over since the cutoff, in every place"),
+    Crossing((PRUNE, f"{KEEPING}.expire_revisions"), "SELECT", people("memory_revisions"),
+             "the sweep: the keys of earlier wordings whose time is over, in every place (each DELETE is by owner)"),
+    Crossing((f"{KEEPING}.expire_summaries",), "SELECT", people("consolidation_jobs"),
+             "the sweep: the keys of job summaries never read in time, in every place (each UPDATE is by owner)"),
     Crossing(PURGE[:1], "SELECT", scopes("memories"),
              "erasing a person or one place: the owner's scopes, so each place's lock is taken in order before deleting",
              only="postgresql"),
     *(Crossing(PURGE, "DELETE", scopes(t), "erasing a person in every scope (one owner: one shard)")
       for t in ALL_OWNER_TABLES),
-    Crossing(("engine.vacuum_owner_tables",), "DRIVER", people(*sql_engine.OWNER_TABLE_NAMES),
-             "after a person's erasure: VACUUM of the owner tables, so their dead rows go now", only="postgresql"),
-    Crossing(("store.SqlStore.job_place",), "SELECT", people("consolidation_jobs"),
+    *(Crossing(("engine.vacuum_owner_tables",), "DRIVER", people(t),
+               "after an erasure: VACUUM of each table it touched, so their dead rows go now", only="postgresql")
+      for t in sql_engine.OWNER_TABLE_NAMES),
+    Crossing((f"{KEEPING}.job_place",), "SELECT", people("consolidation_jobs"),
              "a background job's place, looked up by the job's id alone (the id is all a worker holds)"),
-    Crossing(("store.SqlStore.unfinished_jobs",), "SELECT", people("consolidation_jobs"),
+    Crossing((f"{KEEPING}.unfinished_jobs",), "SELECT", people("consolidation_jobs"),
              "the sweep for jobs whose worker died: unfinished jobs not updated since the lease, in every place"),
 )
 
@@ -453,4 +461,4 @@ def test_key_rotation_writes_each_row_in_its_own_place(engine_fixture: str, requ
     updates = [s.loose for s in seen if s.kind == "UPDATE"]
     assert len(updates) == 4 and all(loose == frozenset() for loose in updates), updates
     assert {s.loose for s in seen if s.kind == "SELECT"} <= {
-        people("memories"), people("memory_revisions"), people("idempotency_receipts")}
+        people("memories"), people("memory_revisions"), people("idempotency_receipts"), people("consolidation_jobs")}

@@ -110,3 +110,46 @@ def test_the_local_model_finds_by_meaning(engine: Engine, tmp_path: Path) -> Non
     with runtime.engine.connect() as conn:
         dims = conn.execute(text("SELECT DISTINCT embedding_dim FROM memories")).scalars().all()
     assert dims == [384]
+
+
+@pytest.mark.postgres
+def test_postgresql_never_gets_text_in_the_clear_unless_the_operator_accepts_it(
+        pg_engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26: only the operator's MEMORY_PLAINTEXT_ON_POSTGRES=accept stores text in the clear on
+    PostgreSQL, and the start says what it costs; without keys, a development runtime encrypts with
+    a key it makes once under instance/ (the next runtime reads it back), and a database that holds
+    text in the clear is refused until `rotate-keys --encrypt-plaintext` encrypted it."""
+    with caplog.at_level("WARNING", logger="portal.config"):
+        plain = build_runtime(config_for(tmp_path / "plain", MEMORY_PLAINTEXT_ON_POSTGRES="accept"), embedder=None,
+                              engine=pg_engine)
+    assert plain.store.cipher is None and not (tmp_path / "plain" / "encryption_key").exists()
+    assert any("stay readable" in r.getMessage() for r in caplog.records)
+    plain.service.remember(Place("bob", "acme"), "Keeps bees")
+    with pg_engine.connect() as conn:
+        assert conn.execute(select(memories.c.text)).scalar_one() == "Keeps bees"
+    with pytest.raises(ConfigError, match="holds text in the clear.*rotate-keys --encrypt-plaintext"):
+        build_runtime(config_for(tmp_path), embedder=None, engine=pg_engine)
+    with pg_engine.begin() as conn:
+        conn.execute(memories.delete())
+    place = Place("ada", "acme")
+    runtime = build_runtime(config_for(tmp_path), embedder=None, engine=pg_engine)
+    saved = runtime.service.remember(place, "Allergic to peanuts since childhood")
+    with pg_engine.connect() as conn:
+        assert "peanut" not in conn.execute(select(memories.c.text)).scalar_one()
+    again = build_runtime(config_for(tmp_path), embedder=None, engine=pg_engine)
+    assert again.service.get(place, saved.memory.id).text == "Allergic to peanuts since childhood"
+    assert again.config.encryption_keys == (tmp_path / "encryption_key").read_text()
+
+
+def test_a_process_whose_keys_do_not_read_the_database_stops_at_once(engine: Engine, tmp_path: Path) -> None:
+    """The first process with keys leaves a probe; another key (a development key made under
+    another instance folder, a typo), or none, is refused at start, before it writes anything no
+    other process could read. The keys in the other order, the first among others, still read."""
+    first, other = FernetCipher.generate_key(), FernetCipher.generate_key()
+    build_runtime(config_for(tmp_path, MEMORY_ENCRYPTION_KEYS=first), embedder=None, engine=engine)
+    with pytest.raises(ConfigError, match="cannot read this database's text"):
+        build_runtime(config_for(tmp_path, MEMORY_ENCRYPTION_KEYS=other), embedder=None, engine=engine)
+    if engine.dialect.name == "sqlite":  # on PostgreSQL, no keys at all is refused already, or a key is made
+        with pytest.raises(ConfigError, match="MEMORY_ENCRYPTION_KEYS is unset, but this database's text is encrypted"):
+            build_runtime(config_for(tmp_path), embedder=None, engine=engine)
+    build_runtime(config_for(tmp_path, MEMORY_ENCRYPTION_KEYS=f"{other},{first}"), embedder=None, engine=engine)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from portal.adapters.sql.tables import OWNER_TABLES, audit_log, erasure_requests
 from portal.domain.apps import App
 from portal.domain.types import Place, Receipt, Source
 
+from ..security.scans import FERNET_TOKEN
 from .conftest import A1_WORDS, Console, build_console, open_console, page_text, request_id_from
 
 
@@ -174,16 +176,20 @@ def give_a1_everything(console: Console) -> Place:
     return namesake
 
 
-def rows_of(engine: Engine) -> dict[str, list[str]]:
-    """Every row of every table (SQLite's own included), each as one lower-case string."""
+def rows_of(engine: Engine, decrypt: Callable[[str], str] | None = None) -> dict[str, list[str]]:
+    """Every row of every table (SQLite's own included), each as one lower-case string; with
+    `decrypt` (the store's key: PostgreSQL's text is encrypted), what each encrypted token says too."""
     out: dict[str, list[str]] = {}
     with engine.connect() as conn:
         names = list(inspect(engine).get_table_names())
         if engine.dialect.name == "sqlite":
             names = list(conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars())
         for name in names:
-            out[name] = [json.dumps([_plain(v) for v in row], default=str).lower()
-                         for row in conn.execute(text(f'SELECT * FROM "{name}"'))]
+            out[name] = []
+            for row in conn.execute(text(f'SELECT * FROM "{name}"')):
+                shown = json.dumps([_plain(v) for v in row], default=str)
+                said = [decrypt(t) for t in FERNET_TOKEN.findall(shown)] if decrypt is not None else []
+                out[name].append(" ".join([shown, *said]).lower())
     return out
 
 
@@ -207,7 +213,9 @@ def erasure_leaves_nothing(console: Console) -> None:
     before = owner_rows(engine, a1.owner_id, console.a.id)
     theirs = owner_rows(engine, namesake.owner_id, namesake.scope)
     assert all(before.values()), before  # every sort of data is there to be erased
-    everything = " ".join(" ".join(rows) for rows in rows_of(engine).values())
+    cipher = console.runtime.store.cipher
+    decrypt = cipher.decrypt if cipher is not None else None
+    everything = " ".join(" ".join(rows) for rows in rows_of(engine, decrypt).values())
     assert [n for n in words + identity if n not in everything] == ["kazoo"]  # so the scan below can fail
     # (the forgotten kazoo memory is gone already; its tombstone holds no words)
 
@@ -235,7 +243,7 @@ def erasure_leaves_nothing(console: Console) -> None:
     known = {t.name for t in metadata.sorted_tables} | {"alembic_version", "rate_limit_counters", "huey_kv",
                                                          "huey_schedule", "huey_task", "huey_counter"}
     assert tables - known == set()  # nothing the scan misses (no full-text shadow tables either)
-    for table, rows in rows_of(engine).items():
+    for table, rows in rows_of(engine, decrypt).items():
         for row in rows:
             if namesake.scope in row and table in {t.name for t in OWNER_TABLES}:
                 continue  # the namesake's own rows

@@ -19,7 +19,7 @@ from portal.adapters.memory.places import _PlaceData
 from portal.adapters.memory.transaction import _Tx
 from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
-from portal.domain.jobs import QUEUED, RUNNING
+from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision
 from portal.ports import NeedsVector, StoreTx
 
@@ -146,6 +146,29 @@ class InMemoryStore:
                 pruned += len(stack) - len(left)
                 kept.revisions[memory_id] = left
             return pruned
+
+        return self._prune_places(prune)
+
+    def expire_revisions(self, now: datetime) -> int:
+        def expire(data: _PlaceData, kept: _PlaceData) -> int:
+            for memory_id, stack in data.revisions.items():
+                kept.revisions[memory_id] = [r for r in stack if r.expires_at is None or r.expires_at > now]
+            return sum(map(len, data.revisions.values())) - sum(map(len, kept.revisions.values()))
+
+        return self._prune_places(expire)
+
+    def expire_summaries(self, before: datetime) -> int:
+        def expire(data: _PlaceData, kept: _PlaceData) -> int:
+            over = [j for j in data.jobs.values() if j.state in (DONE, FAILED) and j.updated_at < before and j.summary]
+            kept.jobs.update({j.id: replace(j, summary=None) for j in over})
+            return len(over)
+
+        return self._prune_places(expire)
+
+    def prune_jobs(self, older_than: datetime) -> int:
+        def prune(data: _PlaceData, kept: _PlaceData) -> int:
+            kept.jobs = {i: j for i, j in data.jobs.items() if j.state not in (DONE, FAILED) or j.updated_at >= older_than}
+            return len(data.jobs) - len(kept.jobs)
 
         return self._prune_places(prune)
 

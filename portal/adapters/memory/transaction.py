@@ -19,7 +19,7 @@ import numpy as np
 from portal.adapters.memory.places import RefClaim, _PlaceData, matches, newest_first
 from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
-from portal.domain.jobs import Job
+from portal.domain.jobs import Job, content_free
 from portal.domain.recall.index import Entry, PlaceIndex
 from portal.domain.text import terms
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
@@ -157,6 +157,9 @@ class _Tx:
     def pop_revision(self, memory_id: str) -> Revision | None:
         stack = self._w().revisions.get(memory_id)
         return stack.pop() if stack else None
+
+    def erase_history(self, memory_id: str) -> int:
+        return len(self._w().revisions.pop(memory_id, [])) if memory_id in self._data.revisions else 0
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
         data = self._w(vectors=True)
@@ -314,13 +317,16 @@ class _Tx:
 
     # consolidation jobs
     def put_job(self, job: Job) -> None:
-        self._w().jobs[job.id] = job
+        self._w().jobs[job.id] = replace(job, result=content_free(job.result))
 
     def get_job(self, job_id: str) -> Job | None:
         return self._data.jobs.get(job_id) if isinstance(job_id, str) else None
 
+    def jobs(self) -> builtins.list[Job]:
+        return sorted(self._data.jobs.values(), key=lambda j: (j.created_at, j.id))
+
     def save_job(self, job: Job) -> bool:
         if job.id not in self._data.jobs:
             return False
-        self._w().jobs[job.id] = job
+        self.put_job(job)
         return True

@@ -116,15 +116,15 @@ OWNER_TABLE_NAMES = ("memories", "memory_revisions", "memory_settings", "consoli
 VACUUM_WAIT = "5s"
 
 
-def vacuum_owner_tables(engine: Engine) -> bool:
-    """PostgreSQL: VACUUM (INDEX_CLEANUP ON) the tables that hold a person's rows, in autocommit.
+def vacuum_owner_tables(engine: Engine, tables: tuple[str, ...] = OWNER_TABLE_NAMES) -> bool:
+    """PostgreSQL: VACUUM (INDEX_CLEANUP ON) these tables holding a person's rows, in autocommit.
     Plain VACUUM skips index cleanup when under 2% of a table's pages hold dead rows, which leaves
     an erased person's owner id in the indexes of a large table. Answers whether it ran."""
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql(f"SET lock_timeout = '{VACUUM_WAIT}'")
             try:
-                conn.exec_driver_sql(f"VACUUM (INDEX_CLEANUP ON) {', '.join(OWNER_TABLE_NAMES)}")
+                conn.exec_driver_sql(f"VACUUM (INDEX_CLEANUP ON) {', '.join(t for t in tables if t in OWNER_TABLE_NAMES)}")
             finally:
                 # Not back to the pool: a connection of its own for a rare job (and none left idle
                 # with this job's lock_timeout, whatever happened).

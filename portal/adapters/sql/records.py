@@ -13,6 +13,7 @@ from sqlalchemy import and_, delete, insert, literal, or_, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.audit import AuditLog
+from portal.adapters.sql.engine import OWNER_TABLE_NAMES
 from portal.adapters.sql.statements import (
     APP_CONTROL,
     PAUSED,
@@ -37,7 +38,7 @@ from portal.adapters.sql.tx_state import PlaceTxState
 from portal.adapters.sql.uow import purge
 from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
-from portal.domain.jobs import Job
+from portal.domain.jobs import Job, content_free
 from portal.domain.types import PurgeCounts, Receipt
 from portal.ports import Settings
 
@@ -181,20 +182,36 @@ class PlaceRecords(PlaceTxState):
                                 ).mappings().first()
         if row is None:
             return None
+        decrypt = self.store.decrypt
         return Job(row["id"], row["owner_id"], row["scope"], row["ref"], row["state"], row["attempts"],
                    row["created_at"], row["updated_at"], row["app_id"],
                    json.loads(row["result"]) if row["result"] is not None else None, row["reason"],
-                   json.loads(self.store.decrypt(row["work"])) if row["work"] is not None else None)
+                   json.loads(decrypt(row["work"])) if row["work"] is not None else None,
+                   decrypt(row["summary"]) if row["summary"] is not None else None)
+
+    def jobs(self) -> list[Job]:
+        j = consolidation_jobs.c
+        ids = self.conn.execute(select(j.id).where(self.here(consolidation_jobs)).order_by(j.created_at, j.id)).scalars()
+        return [job for job in map(self.get_job, list(ids)) if job is not None]
 
     def save_job(self, job: Job) -> bool:
         j = consolidation_jobs.c
-        return bool(self.conn.execute(update(consolidation_jobs).where(self.here(consolidation_jobs), j.id == job.id)
-                                      .values(**self._job_values(job))).rowcount)
+        where = (self.here(consolidation_jobs), j.id == job.id)
+        held = self.conn.execute(select(j.work.is_not(None), j.summary.is_not(None)).where(*where)).first()
+        if held is None:
+            return False
+        self.conn.execute(update(consolidation_jobs).where(*where).values(**self._job_values(job)))
+        # Clearing a transcript or a summary is an erasure: the store cleans up after it as after a forget.
+        if (held[0] and job.work is None) or (held[1] and job.summary is None):
+            self.erased.add("consolidation_jobs")
+        return True
 
     def _job_values(self, job: Job) -> dict[str, Any]:
+        encrypt = self.store.encrypt
         return {"ref": job.ref, "state": job.state, "attempts": job.attempts, "app_id": job.app_id,
-                "result": None if job.result is None else json.dumps(job.result), "reason": job.reason,
-                "work": None if job.work is None else self.store.encrypt(json.dumps(job.work)),
+                "result": None if job.result is None else json.dumps(content_free(job.result)), "reason": job.reason,
+                "work": None if job.work is None else encrypt(json.dumps(job.work)),
+                "summary": None if job.summary is None else encrypt(job.summary),
                 "created_at": job.created_at, "updated_at": job.updated_at}
 
     # ---------------------------------------------------------------- the whole place, the audit trail
@@ -203,7 +220,8 @@ class PlaceRecords(PlaceTxState):
         counts = purge(self.conn, self.store.postgres, self.place.owner_id, [self.place.scope])
         # The place's token went with it: a recall finds nothing to keep (see `place_index`).
         self.changed = self.token_gone = True
-        self.erased = self.erased or any(counts.to_json().values())
+        if any(counts.to_json().values()):
+            self.erased.update(OWNER_TABLE_NAMES)
         return counts
 
     def record(self, entry: AuditEntry) -> None:

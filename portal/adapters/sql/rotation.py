@@ -2,9 +2,10 @@
 
 Rolling a key: put the new key first in MEMORY_ENCRYPTION_KEYS on every process (every key still
 decrypts; new text is written with the first), run `memory-portal rotate-keys`, then drop the old
-key. The run re-encrypts every memory text, revision text and stored idempotent answer that an
-older key wrote, and recomputes each memory's duplicate key (`words_key`, an HMAC keyed from the
-first encryption key), so duplicate detection keeps working once the old key is gone.
+key. The run re-encrypts every memory text, revision text, stored idempotent answer, background
+job's transcript and summary that an older key wrote, and recomputes each memory's duplicate key
+(`words_key`, an HMAC keyed from the first encryption key), so duplicate detection keeps working
+once the old key is gone.
 
 Batched and resumable: each batch commits alone, a row the first key already reads (with a current
 `words_key`) is left as it is, and a row the app rewrote in the meantime is left to the app (the
@@ -19,14 +20,17 @@ from typing import Any, Protocol
 
 from sqlalchemy import Column, Table, and_, func, select, tuple_, update
 
+from portal.adapters.cipher import looks_encrypted
+from portal.adapters.sql.keycheck import renew_probe
 from portal.adapters.sql.store import SqlStore
-from portal.adapters.sql.tables import idempotency_receipts, memories, memory_revisions
+from portal.adapters.sql.tables import consolidation_jobs, idempotency_receipts, memories, memory_revisions
 from portal.domain.text import words_key
 
 
 class RotatingCipher(Protocol):
     digest_key: bytes
 
+    def encrypt(self, text: str) -> str: ...
     def decrypt(self, token: str) -> str: ...
     def rotate(self, token: str) -> str: ...
     def uses_first_key(self, token: str) -> bool: ...
@@ -43,11 +47,13 @@ class RotationCounts:
     memories: int = 0
     revisions: int = 0
     receipts: int = 0
+    jobs: int = 0  # a background job's transcript, while it may run
+    summaries: int = 0  # a finished job's summary, until its app reads it
     unchanged: int = 0
 
     def to_json(self) -> dict[str, int]:
-        return {"memories": self.memories, "revisions": self.revisions, "receipts": self.receipts,
-                "unchanged": self.unchanged}
+        return {"memories": self.memories, "revisions": self.revisions, "receipts": self.receipts, "jobs": self.jobs,
+                "summaries": self.summaries, "unchanged": self.unchanged}
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,8 @@ TARGETS = (
     _Target("memories", memories, memories.c.text, words=True),
     _Target("revisions", memory_revisions, memory_revisions.c.text),
     _Target("receipts", idempotency_receipts, idempotency_receipts.c.response),
+    _Target("jobs", consolidation_jobs, consolidation_jobs.c.work),
+    _Target("summaries", consolidation_jobs, consolidation_jobs.c.summary),
 )
 
 
@@ -88,21 +96,30 @@ def rows_to_visit(store: SqlStore) -> int:
 
 
 def rotate_keys(
-    store: SqlStore, cipher: RotatingCipher, batch: int = 500, progress: Callable[[int], None] | None = None
+    store: SqlStore, cipher: RotatingCipher, batch: int = 500, progress: Callable[[int], None] | None = None,
+    encrypt_plaintext: bool = False,
 ) -> RotationCounts:
-    """Re-encrypt with the first key everything an older key wrote; see the module docstring."""
+    """Re-encrypt with the first key everything an older key wrote; see the module docstring.
+
+    With `encrypt_plaintext`, a value that is not a token (`looks_encrypted`) is text a database
+    written without encryption holds in the clear: it is encrypted with the first key (a memory's
+    search terms are cleared and its duplicate key made keyed). For a database switching to
+    encryption, with the app stopped; what the old rows held stays in PostgreSQL's free space and
+    write-ahead log until `VACUUM FULL` and the segments' recycling (docs/operations.md)."""
     if batch < 1:
         raise ValueError("batch must be positive")
     changed: dict[str, int] = {}
     unchanged = 0
     for target in TARGETS:
-        changed[target.name], skipped = _rotate_table(store, cipher, target, batch, progress)
+        changed[target.name], skipped = _rotate_table(store, cipher, target, batch, progress, encrypt_plaintext)
         unchanged += skipped
+    renew_probe(store.engine, cipher)  # the keys check reads the first key's token from now on
     return RotationCounts(**changed, unchanged=unchanged)
 
 
 def _rotate_table(
-    store: SqlStore, cipher: RotatingCipher, target: _Target, batch: int, progress: Callable[[int], None] | None
+    store: SqlStore, cipher: RotatingCipher, target: _Target, batch: int, progress: Callable[[int], None] | None,
+    encrypt_plaintext: bool = False,
 ) -> tuple[int, int]:
     changed = unchanged = 0
     after: Sequence[Any] | None = None
@@ -116,7 +133,10 @@ def _rotate_table(
             rows = conn.execute(query).all()
             for row in rows:
                 key, token = tuple(row[:width]), row[width]
-                values = _new_values(cipher, target, key, token, row[width + 1] if target.words else None)
+                if encrypt_plaintext and not looks_encrypted(token):
+                    values = _encrypted(cipher, target, token)
+                else:
+                    values = _new_values(cipher, target, key, token, row[width + 1] if target.words else None)
                 if not values:
                     unchanged += 1
                     continue
@@ -149,6 +169,14 @@ def _new_values(
         fresh = words_key(plain, cipher.digest_key)
         if fresh != stored_words_key:
             values["words_key"] = fresh
+    return values
+
+
+def _encrypted(cipher: RotatingCipher, target: _Target, plain: str) -> dict[str, Any]:
+    """The values of a row whose text was stored in the clear, once encrypted with the first key."""
+    values: dict[str, Any] = {target.column.name: cipher.encrypt(plain)}
+    if target.words:
+        values.update(words_key=words_key(plain, cipher.digest_key), search_text=None)
     return values
 
 

@@ -13,27 +13,23 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Protocol
+from functools import partial
+from typing import Protocol
 
 from sqlalchemy import (
-    and_,
-    delete,
-    exists,
-    or_,
     select,
-    tuple_,
     update,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.audit import AuditLog
 from portal.adapters.sql.engine import (
     CHECKPOINT_FIRST_WAIT_MS,
+    OWNER_TABLE_NAMES,
     checkpoint,
     is_postgres,
     lock_place,
@@ -41,11 +37,9 @@ from portal.adapters.sql.engine import (
     vacuum_owner_tables,
 )
 from portal.adapters.sql.janitor import Janitor
+from portal.adapters.sql.maintenance import StoreMaintenance
 from portal.adapters.sql.statements import LOCK_NOT_DURABLE
 from portal.adapters.sql.tables import (
-    app_uses,
-    consolidation_jobs,
-    idempotency_receipts,
     memories,
     memory_revisions,
 )
@@ -72,7 +66,7 @@ DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 DEFAULT_CACHE_IDLE = 300.0
 
 
-class SqlStore:
+class SqlStore(StoreMaintenance):
     """Store for SQLite and PostgreSQL. Schema comes from the Alembic migrations.
 
     `cache_bytes` bounds this process's recall cache (0: none, every recall reads the place's
@@ -94,10 +88,10 @@ class SqlStore:
         self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
         # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
         self._sqlite_writer = threading.Lock()
-        # What erasures leave to clean after their commit (see .janitor).
+        # What erasures leave to clean after their commit (see .janitor): one task per table to VACUUM.
         self.janitor = Janitor({
             "checkpoint": lambda: checkpoint(self.engine),
-            "vacuum": lambda: vacuum_owner_tables(self.engine),
+            **{f"vacuum:{name}": partial(vacuum_owner_tables, self.engine, (name,)) for name in OWNER_TABLE_NAMES},
         })
 
     @contextmanager
@@ -123,7 +117,7 @@ class SqlStore:
         finally:
             # After the writer lock is released: cleaning up after an erasure never holds up writers.
             if made and made[0].erased and made[0].committed:
-                self.after_erasure(person=made[0].token_gone)
+                self.after_erasure(made[0].erased)
 
     @contextmanager
     def read(self, place: Place, snapshot: bool = True) -> Iterator[SqlTx]:
@@ -205,22 +199,25 @@ class SqlStore:
             if made and made[0].committed:
                 made[0].after_commit()
 
-    def after_erasure(self, person: bool = False) -> None:
-        """After a transaction that erased text committed (and let go of the writer lock).
+    def after_erasure(self, tables: Iterable[str]) -> None:
+        """After a transaction that erased words from `tables` committed (and let go of the writer
+        lock): the one cleaning up every erasure goes through — a forget, an in-place edit, an
+        undo, an earlier wording or a job's transcript or summary cleared, a person's erasure.
 
         SQLite: copy the write-ahead log into the database file and truncate it, so the erased
         rows' earlier page images do not stay in the `-wal` file (secure_delete zeroed them in the
         database pages): tried at once, with a short wait for readers, then by the janitor until it
-        succeeds. PostgreSQL, after a person's erasure (`person`): the janitor VACUUMs the tables
-        that hold a person's rows, index entries included, so their dead rows go now rather than
-        when autovacuum comes by (docs/operations.md, "What erasure removes"). A VACUUM that cannot
-        run (no privilege, a lock held past VACUUM_WAIT) is left to autovacuum; the log says so,
-        with the error's class only."""
+        succeeds. PostgreSQL: the janitor VACUUMs the tables the erasure touched, index entries
+        included, so their dead rows go now rather than when autovacuum comes by (requests for one
+        table while its VACUUM waits are one VACUUM; docs/operations.md, "What erasure removes"). A
+        VACUUM that cannot run (no privilege, a lock held past VACUUM_WAIT) is left to autovacuum;
+        the log says so, with the error's class only."""
         if not self.postgres:
             if not checkpoint(self.engine, wait_ms=CHECKPOINT_FIRST_WAIT_MS):
                 self.janitor.ask("checkpoint")
-        elif person:
-            self.janitor.ask("vacuum")
+            return
+        for name in sorted(set(tables)):
+            self.janitor.ask(f"vacuum:{name}")
 
     def settle(self, timeout: float = 30.0) -> bool:
         """Wait until the cleaning up after erasures is done (see .janitor)."""
@@ -256,76 +253,6 @@ class SqlStore:
         with self.engine.connect() as conn:
             rows = conn.execute(select(M.owner_id, M.scope).distinct()).all()
         return iter([Place(r.owner_id, r.scope) for r in rows])
-
-    # ---------------------------------------------------------------- retention
-
-    def prune_history(self, older_than: datetime) -> int:
-        later = memory_revisions.alias("later")
-        replaced = or_(
-            exists().where(later.c.owner_id == R.owner_id, later.c.scope == R.scope, later.c.memory_id == R.memory_id,
-                           later.c.revision > R.revision, later.c.written_at < older_than),
-            exists().where(M.id == R.memory_id, M.owner_id == R.owner_id, M.scope == R.scope, M.updated_at < older_than),
-        )
-        # Keyed and joined by owner too: each batch's DELETE names the owners it reaches (docs/operations.md,
-        # "Scaling past one database").
-        deleted = self._delete_in_batches(memory_revisions, (R.owner_id, R.scope, R.memory_id, R.revision),
-                                          and_(R.written_at < older_than, replaced))
-        if deleted:
-            self.after_erasure()  # earlier wordings are a person's words too
-        return deleted
-
-    def prune_receipts(self, older_than: datetime) -> int:
-        t = idempotency_receipts.c
-        return self._delete_in_batches(
-            idempotency_receipts, (t.owner_id, t.scope, t.key), and_(t.status != 0, t.created_at < older_than)
-        )
-
-    def job_place(self, job_id: str) -> Place | None:
-        j = consolidation_jobs.c
-        with self.engine.connect() as conn:
-            rows = conn.execute(select(j.owner_id, j.scope).where(j.id == job_id).limit(2)).all()
-        return Place(rows[0].owner_id, rows[0].scope) if len(rows) == 1 else None
-
-    def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
-        j = consolidation_jobs.c
-        query = (select(j.id).where(j.state.in_(["queued", "running"]), j.updated_at < before)
-                 .order_by(j.updated_at, j.id).limit(limit))
-        with self.engine.connect() as conn:
-            return list(conn.execute(query).scalars())
-
-    def prune_uses(self, older_than: datetime) -> int:
-        u = app_uses.c
-        return self._delete_in_batches(app_uses, (u.owner_id, u.scope, u.app_id, u.memory_id, u.action, u.day),
-                                       u.last_at < older_than)
-
-    def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
-        query = (
-            select(M.owner_id, M.scope, M.id)
-            .where(M.state == "archived", M.updated_at < older_than, or_(M.last_used_at.is_(None), M.last_used_at < older_than))
-            .order_by(M.owner_id, M.id).limit(limit)  # the primary key's order: no sort
-        )
-        with self.engine.connect() as conn:
-            return [(Place(r.owner_id, r.scope), r.id) for r in conn.execute(query)]
-
-    def _delete_in_batches(self, table: Any, key: tuple[Any, ...], where: ColumnElement[bool], batch: int = 1000) -> int:
-        """Delete the rows matching `where`, `batch` at a time, each batch its own short transaction
-        so a large backlog never holds locks (or SQLite's single writer) for long."""
-        deleted = 0
-        while True:
-            with self.maintenance() as conn:
-                keys = [tuple(row) for row in conn.execute(select(*key).where(where).limit(batch))]
-                if keys:
-                    deleted += conn.execute(delete(table).where(tuple_(*key).in_(keys))).rowcount
-            if len(keys) < batch:
-                return deleted
-
-    @contextmanager
-    def maintenance(self) -> Iterator[Connection]:
-        """A write transaction across places, for maintenance (retention, key rotation): committed on
-        leaving, rolled back on an error. On SQLite it queues behind this process's writers and
-        opens with BEGIN IMMEDIATE, as `write` does."""
-        with self.writer() as conn, conn.begin():
-            yield conn
 
     def encrypt(self, text: str) -> str:
         return self.cipher.encrypt(text) if self.cipher else text

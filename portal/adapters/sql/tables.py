@@ -149,7 +149,10 @@ memory_revisions = Table(
     Column("written_at", UTCDateTime, nullable=False),
     Column("embedding_model", String(200), nullable=True),
     Column("embedding", VectorType, nullable=True),
+    # Set on a wording a person's own edit replaced: erased once past (kept only while Undo is offered).
+    Column("expires_at", UTCDateTime, nullable=True),
     Index("ix_memory_revisions_place", "owner_id", "scope"),
+    Index("ix_memory_revisions_expires_at", "expires_at"),
     PrimaryKeyConstraint("owner_id", "memory_id", "revision"),
 )
 
@@ -261,10 +264,22 @@ consolidation_jobs = Table(
     Column("result", Text, nullable=True),
     Column("reason", String(64), nullable=True),
     Column("work", Text, nullable=True),
+    # The model's summary, encrypted like memory text, until the job's app reads it (once) or it expires.
+    Column("summary", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_consolidation_jobs_id", "id"),
     Index("ix_consolidation_jobs_state_updated", "state", "updated_at"),
+)
+
+# One token of a fixed probe, in the first key's encryption: whether a process's keys read this
+# database's text (portal.adapters.sql.keycheck). No person's data.
+encryption_check = Table(
+    "encryption_check",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("token", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 OWNER_TABLES = (

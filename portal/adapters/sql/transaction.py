@@ -64,9 +64,10 @@ class SqlTx(PlaceRecords, PlaceWriting):
         self.writable = writable
         # Whether this transaction changed what recall ranks; its commit then replaces the token.
         self.changed = False
-        # Whether it erased text (a memory, a revision, a wording overwritten in place or undone);
-        # its commit then lets the store clear what the database keeps of it besides (the WAL).
-        self.erased = False
+        # The tables it erased words from (a memory, a revision, a wording overwritten in place or
+        # undone, a job's transcript or summary); its commit then lets the store clear what the
+        # database keeps of them besides (SqlStore.after_erasure).
+        self.erased: set[str] = set()
         self.token_gone = False
         self.committed = False
         self._index: PlaceIndex | None | bool = False  # False: not looked up yet
@@ -257,6 +258,6 @@ class SqlTx(PlaceRecords, PlaceWriting):
         return Revision(
             memory_id=r["memory_id"], revision=r["revision"], text=self.store.decrypt(r["text"]), kind=r["kind"],
             importance=r["importance"], origin=r["origin"], sources=sources_of(r["sources"]),
-            written_at=r["written_at"], op=r["op"],
+            written_at=r["written_at"], op=r["op"], expires_at=r["expires_at"],
             embedding=Embedding(r["embedding_model"], np.asarray(vector, np.float32)) if vector is not None else None,
         )

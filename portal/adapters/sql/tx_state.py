@@ -19,4 +19,6 @@ class PlaceTxState:
     bound: dict[str, str]
     store: SqlStore
     changed: bool
-    erased: bool
+    # The tables this transaction erased words from (deleted, or overwrote, rows holding them); its
+    # commit then lets the store clean up what the database keeps of them besides (SqlStore.after_erasure).
+    erased: set[str]

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, RootTransaction
 from portal.adapters.sql.accounts import Accounts
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.audit import AuditLog, ErasureRequests
-from portal.adapters.sql.engine import lock_place
+from portal.adapters.sql.engine import OWNER_TABLE_NAMES, lock_place
 from portal.adapters.sql.tables import OWNER_TABLES, memories
 from portal.adapters.sql.tenants import Tenants
 from portal.domain.audit import AuditEntry
@@ -69,7 +69,7 @@ class SqlUnitOfWork:
         """Once the writer lock is let go (SqlStore.unit): the cleaning up after an erasure — none
         when it erased nothing (an empty erasure repeated by anyone costs no VACUUM)."""
         if self._erased_owners and not self._erased_nothing:
-            self.store.after_erasure(person=True)
+            self.store.after_erasure(OWNER_TABLE_NAMES)
 
 
 class SqlRecords:

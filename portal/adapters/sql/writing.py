@@ -54,7 +54,8 @@ class PlaceWriting(PlaceTxState):
         ).rowcount
         self.changed = self.changed or bool(done)
         # An in-place edit overwrote a wording, an undo took one back: both are erasures.
-        self.erased = self.erased or (bool(done) and memory.last_op in ("in_place", "undo"))
+        if done and memory.last_op in ("in_place", "undo"):
+            self.erased.add("memories")
         return bool(done)
 
     def push_revision(self, revision: Revision) -> None:
@@ -64,7 +65,7 @@ class PlaceWriting(PlaceTxState):
                 memory_id=revision.memory_id, revision=revision.revision, owner_id=self.place.owner_id,
                 scope=self.place.scope, text=self.store.encrypt(revision.text), kind=revision.kind,
                 importance=revision.importance, origin=revision.origin, sources=sources_json(revision.sources),
-                op=revision.op, written_at=revision.written_at,
+                op=revision.op, written_at=revision.written_at, expires_at=revision.expires_at,
                 embedding_model=e.model if e else None, embedding=e.vector if e else None,
             )
         )
@@ -81,8 +82,18 @@ class PlaceWriting(PlaceTxState):
                 self.here(memory_revisions), R.memory_id == memory_id, R.revision == row["revision"]
             )
         )
-        self.erased = True
+        self.erased.add("memory_revisions")
         return self._revision(row)
+
+    def erase_history(self, memory_id: str) -> int:
+        if not could_be_id(memory_id):
+            return 0
+        erased = self.conn.execute(
+            delete(memory_revisions).where(self.here(memory_revisions), R.memory_id == memory_id)
+        ).rowcount
+        if erased:
+            self.erased.add("memory_revisions")
+        return int(erased)
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
         wanted = list({i for i in ids if could_be_id(i)})
@@ -92,16 +103,21 @@ class PlaceWriting(PlaceTxState):
             delete(memory_revisions).where(self.here(memory_revisions), R.memory_id.in_(wanted))
         ).rowcount
         removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
-        self.changed = self.changed or bool(removed)
-        self.erased = self.erased or bool(removed or revisions)
+        self._erased_rows(removed, revisions)
         return removed, revisions
 
     def remove_all(self) -> tuple[int, int]:
         revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
         removed = self.conn.execute(delete(memories).where(self.here())).rowcount
-        self.changed = self.changed or bool(removed)
-        self.erased = self.erased or bool(removed or revisions)
+        self._erased_rows(removed, revisions)
         return removed, revisions
+
+    def _erased_rows(self, memories_: int, revisions: int) -> None:
+        self.changed = self.changed or bool(memories_)
+        if memories_:
+            self.erased.add("memories")
+        if revisions:
+            self.erased.add("memory_revisions")
 
 
     def set_state(self, ids: Sequence[str], state: str) -> int:
