@@ -3,6 +3,7 @@ streamable HTTP client (both protocol eras) and, for what happens at the door, w
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -227,6 +228,10 @@ def test_the_door_neither_holds_get_streams_nor_lets_a_path_forge_a_log_line(ser
     assert held.status_code == 405 and held.json()["error"]["data"]["code"] == "method_not_allowed"
     forged = httpx.post(f"{server.base}/mcp/people/a%0aFAKE%20LINE%00", json=INITIALIZE, headers=STREAMS, timeout=5)
     assert forged.status_code == 400
+    # The access log's line is written once the answer is sent: the client may read the file first.
+    deadline = time.monotonic() + 5
+    while "/mcp/people/a%0aFAKE" not in server.log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     lines = server.log.read_text().splitlines()
     assert not [line for line in lines if line.startswith("FAKE")] and "\x00" not in server.log.read_text()
-    assert any("/mcp/people/a%0aFAKE%20LINE%00" in line for line in lines)
+    assert any("/mcp/people/a%0aFAKE%20LINE%00" in line for line in lines), lines

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,8 @@ from portal.domain.types import Place
 
 from ..api.conftest import API, World
 from ..fakes.llm_server import FakeLLMServer
-from .scans import holds, rows_naming, strings_in, words_in_files, words_in_tables
+from .erasure_routes import background, cli_import, command, mcp_call, portal_import
+from .scans import holds, rows_naming, strings_in, words_in_files, words_in_postgres_files, words_in_tables
 
 OWNER = "owner-zk81"
 REF = "conv-zk81-1"
@@ -41,15 +44,32 @@ WRITE_PATHS = {
     "consolidation fact 1": "mxillo", "consolidation fact 2": "hqorvin", "consolidation summary": "czembra",
     "portal add": "dqueton", "portal edit: before": "lxarpen", "portal edit: after": "nqimble",
     "recall (keyed read)": "rzotten", "tool recall (keyed read)": "sxiltor",
+    "portal import": "tzumbrel", "cli import": "yqarvost", "mcp remember": "wqelthor", "job fact": "jxoprand",
+    "job done: transcript": "kqindle", "job done: summary": "zxeltrum", "job failed: transcript": "qzorvane",
+    "job queued: transcript": "vqumbert",
 }
-GONE_WHEN_CORRECTED = ("in-place patch: wording replaced", "undo: wording undone")
-WAYS = ("forget-api", "forget-portal", "forget-tool", "erase-everything", "staff-erasure", "api-erasure", "corrected")
+# Gone whatever the way, by the end of `seed`: an in-place overwrite and an undo erase a wording, the
+# sweep a person's own earlier wording once its Undo is over, the end of a job its transcript.
+GONE_WHEN_CORRECTED = ("in-place patch: wording replaced", "undo: wording undone", "portal edit: before",
+                       "job done: transcript", "job failed: transcript")
+# A conversation still queued is the person's data until it is learnt: forgetting memories leaves it.
+PURGED_ONLY = ("job queued: transcript",)
+WAYS = ("forget-api", "forget-portal", "forget-tool", "forget-mcp", "erase-everything", "staff-erasure", "api-erasure",
+        "cli-erasure", "corrected")
 ERASING = WAYS[:-1]
-FULL = ("staff-erasure", "api-erasure")
+FULL = ("staff-erasure", "api-erasure", "cli-erasure")
+PURGING = ("erase-everything", *FULL)
 STORES = [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)]
 # After "erase everything" these keep nothing naming the person (the account, their pause setting
 # and the content-free audit entries may stay).
-ERASE_ALL_TABLES = ("memories", "memory_revisions", "idempotency_receipts", "consolidation_refs", "memory_tombstones")
+ERASE_ALL_TABLES = ("memories", "memory_revisions", "idempotency_receipts", "consolidation_refs", "memory_tombstones",
+                    "consolidation_jobs")
+
+
+def erased_in(way: str, words: dict[str, str]) -> dict[str, str]:
+    """The words that must be gone after erasing one way (by write path)."""
+    return {k: w for k, w in words.items()
+            if k in GONE_WHEN_CORRECTED or (way in ERASING and (k not in PURGED_ONLY or way in PURGING))}
 
 
 @dataclass(frozen=True)
@@ -183,6 +203,19 @@ def seed(p: Person, w: dict[str, str], server: FakeLLMServer) -> None:
                                                    "in_place": True}, "k-in-place")
     restored = p.api("POST", f"/memories/{undone['id']}/undo", None, "k-undo")
     assert w["undo: wording kept"] in restored["memory"]["text"]
+    portal_import(p, f"Sings {w['portal import']} songs")
+    cli_import(p, f"Climbs {w['cli import']} walls")
+    assert mcp_call(p, "remember", {"text": f"Fixes {w['mcp remember']} clocks", "importance": 5})["ok"]
+    background(p, w, server, facts)
+    # Time passes: the Undo of the portal edit is over, and the sweep (the worker's periodic task)
+    # erases the wording it replaced. The unread summary waits (its retention is longer).
+    later(p, minutes=16)
+    assert p.world.runtime.service.sweep().revisions == 1
+
+
+def later(p: Person, minutes: float) -> None:
+    base = p.world.runtime.service.clock
+    p.world.runtime.service.clock = lambda: base() + timedelta(minutes=minutes)
 
 
 def erase(p: Person, way: str) -> None:
@@ -195,6 +228,9 @@ def erase(p: Person, way: str) -> None:
     elif way == "forget-tool":
         for memory_id in p.ids():
             assert p.api("POST", "/tools/forget", {"arguments": {"id": memory_id}})["ok"]
+    elif way == "forget-mcp":
+        for memory_id in p.ids():
+            assert mcp_call(p, "forget", {"id": memory_id})["ok"]
     elif way == "erase-everything":
         p.portal("/account/erase", {"confirm": p.email})
     elif way == "staff-erasure":
@@ -209,11 +245,13 @@ def erase(p: Person, way: str) -> None:
         assert done.status_code == 303, (done.status_code, done.get_data(as_text=True)[:300])
     elif way == "api-erasure":
         p.api("DELETE", "", key="k-erase")
+    elif way == "cli-erasure":
+        command(p, "purge-owner", OWNER, "--tenant", p.place.scope, "--yes")
     # "corrected": the in-place overwrite and the undo, done at the end of `seed`, are the erasure.
 
 
-def reads(p: Person, ids: list[str], words: list[str]) -> Iterator[tuple[str, TestResponse]]:
-    """Every API and portal answer of the person that lists or shows memories."""
+def reads(p: Person, ids: list[str], words: list[str], jobs: list[str]) -> Iterator[tuple[str, TestResponse]]:
+    """Every API and portal answer of the person that lists or shows memories, and their jobs."""
     auth = p.world.auth()
     api: list[tuple[str, str, Any]] = [
         ("GET", "/memories", None), ("GET", "/memories?state=all&limit=200", None), ("GET", "/unseen", None),
@@ -223,6 +261,7 @@ def reads(p: Person, ids: list[str], words: list[str]) -> Iterator[tuple[str, Te
     ]
     for memory_id in ids:
         api += [("GET", f"/memories/{memory_id}", None), ("GET", f"/memories/{memory_id}/history", None)]
+    api += [("GET", f"/jobs/{job_id}", None) for job_id in jobs]
     for word in words:
         api += [("POST", "/recall", {"query": word, "limit": 100}),
                 ("POST", "/tools/recall", {"arguments": {"query": word, "limit": 20}})]
@@ -291,7 +330,7 @@ def owner_rows(engine: Engine, way: str) -> list[str]:
         return rows_naming(engine, OWNER, tables=ERASE_ALL_TABLES)
     # The API's erasure answers for what the store keeps (§11 counts); the portal account is the
     # console's to delete, so `users` may still name the person there.
-    return rows_naming(engine, OWNER, skip=("audit_log", "erasure_requests") + (("users",) if way == "api-erasure" else ()))
+    return rows_naming(engine, OWNER, skip=("audit_log", "erasure_requests") + (("users",) if way != "staff-erasure" else ()))
 
 
 class Kept(logging.Handler):
@@ -321,26 +360,38 @@ def look(run: Run, p: Person, server: FakeLLMServer, database: Path | None) -> N
 
 
 def _look(run: Run, p: Person, server: FakeLLMServer, database: Path | None) -> None:
-    engine = p.world.runtime.engine
-    # Kept before the erasure: all but the corrected-away wordings and the summary (an answer only).
+    started = time.time()
+    engine, store = p.world.runtime.engine, p.world.runtime.store
+    decrypt = store.cipher.decrypt if store.cipher is not None else None  # PostgreSQL's worlds are encrypted
+    # Kept before the erasure: all but the words gone by the end of `seed` and the synchronous
+    # consolidation's summary (an answer only).
     present = [w for k, w in run.words.items() if k not in (*GONE_WHEN_CORRECTED, "consolidation summary")]
     seed(p, run.words, server)
-    # The looks below can fail: before the erasure, every word still kept is in a table and an answer.
-    before = "\n".join(words_in_tables(engine, present))
+    # The looks below can fail: before the erasure, every word still kept is in a table (read
+    # through the store's key where it encrypts) and in the person's own download.
+    before = "\n".join(words_in_tables(engine, present, decrypt=decrypt))
     assert all(repr(w) in before for w in present), before
-    export = json.dumps(p.api("GET", "/export"))
+    export = p.browser.get("/account/export.json").get_data(as_text=True)
     assert all(w in export for w in present), export[:500]
     ids = p.ids()
+    jobs = [j["id"] for j in p.world.runtime.service.export(p.place)["jobs"]]
     erase(p, run.way)
-    assert p.world.runtime.store.settle(30)  # what the erasure leaves to clean off the request's path
+    if run.way not in PURGING:
+        # Time passes again: the summary no app read is erased by the sweep once its retention is
+        # over. (After the person's erasure it must be gone already: no sweep there.)
+        later(p, minutes=16 + 61)
+        p.world.runtime.service.sweep()
+    assert store.settle(30)  # what the erasure leaves to clean off the request's path
     erased = list(run.erased.values())
     run.findings["stemmer"], run.findings["recall cache"] = in_process(p, run)
-    run.findings["tables"] = words_in_tables(engine, erased)
+    run.findings["tables"] = words_in_tables(engine, erased, decrypt=decrypt)
     if database is not None:
         run.findings["files"] = words_in_files(database, erased, "app open")
-    if run.way in ("erase-everything", *FULL):
+    else:
+        run.findings["files"] = words_in_postgres_files(engine, erased, "after a CHECKPOINT", since=started)
+    if run.way in PURGING:
         run.findings["owner rows"] = owner_rows(engine, run.way)
-    run.findings["pages"] = [f"{label} shows {w!r}" for label, answer in reads(p, ids, erased)
+    run.findings["pages"] = [f"{label} shows {w!r}" for label, answer in reads(p, ids, erased, jobs)
                              for w in erased if holds(shown(label, answer), w)]
     engine.dispose()
     if database is not None:
@@ -352,7 +403,7 @@ def _look(run: Run, p: Person, server: FakeLLMServer, database: Path | None) -> 
         answer = p.raw.open(PERSON + k.path, method=k.method, json=k.body,
                             headers=p.world.auth(**{"Idempotency-Key": k.key}))
         body = answer.get_data().lower()
-        if run.way in ("erase-everything", *FULL):
+        if run.way in PURGING:
             # Nothing that names the person is kept after their erasure, not even which requests
             # were seen: a request sent again is a new one. It may answer what it brings itself
             # (its own body, and the model's answer to it), never anything kept from before.

@@ -11,9 +11,10 @@ the whole word): a hit is the word, however the index stored it.
 
 from __future__ import annotations
 
+import re
 import threading
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -45,17 +46,28 @@ def table_names(engine: Engine) -> list[str]:
     return sorted(names)
 
 
-def _value_bytes(value: Any) -> list[bytes]:
+FERNET_TOKEN = re.compile(r"gAAAAA[A-Za-z0-9_\-]+=*")
+Decrypt = Callable[[str], str]
+
+
+def _value_bytes(value: Any, decrypt: Decrypt | None = None) -> list[bytes]:
     """What a column value may reveal: str as UTF-8; bytes raw and decoded (invalid bytes dropped,
-    which could join a word split by them); anything else by its text form (pgvector arrays...)."""
+    which could join a word split by them); anything else by its text form (pgvector arrays...).
+    With `decrypt` (the store's key), every encrypted token in a text is read too: what an
+    encrypting store keeps is still a person's words to whoever holds the key."""
     if value is None:
         return []
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value)
         return [raw.lower(), raw.decode("utf-8", errors="ignore").encode("utf-8").lower()]
-    if isinstance(value, str):
-        return [value.lower().encode("utf-8")]
-    return [str(value).lower().encode("utf-8")]
+    found = [str(value).lower().encode("utf-8")]
+    if decrypt is not None and isinstance(value, str):
+        for token in FERNET_TOKEN.findall(value):
+            try:
+                found.append(decrypt(token).lower().encode("utf-8"))
+            except Exception:  # noqa: BLE001, S112 - not a token of this key: nothing more to read
+                continue
+    return found
 
 
 def rows(engine: Engine) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -67,14 +79,16 @@ def rows(engine: Engine) -> Iterator[tuple[str, tuple[Any, ...]]]:
                 yield name, tuple(row)
 
 
-def words_in_tables(engine: Engine, words: Iterable[str], skip: Iterable[str] = ()) -> list[str]:
-    """'<table> holds <word>' for every table (but `skip`) with a row holding a word."""
+def words_in_tables(engine: Engine, words: Iterable[str], skip: Iterable[str] = (),
+                    decrypt: Decrypt | None = None) -> list[str]:
+    """'<table> holds <word>' for every table (but `skip`) with a row holding a word (in the clear,
+    or encrypted with the key `decrypt` holds)."""
     wanted, skipped = list(words), set(skip)
     found: dict[tuple[str, str], int] = {}
     for table, row in rows(engine):
         if table in skipped:
             continue
-        blobs = [b for v in row for b in _value_bytes(v)]
+        blobs = [b for v in row for b in _value_bytes(v, decrypt)]
         for word in wanted:
             if any(holds(b, word) for b in blobs):
                 found[(table, word)] = found.get((table, word), 0) + 1
@@ -95,14 +109,51 @@ def rows_naming(engine: Engine, name: str, tables: Iterable[str] | None = None, 
 
 
 def words_in_files(database: Path, words: Iterable[str], when: str) -> list[str]:
-    """'<file> <when> holds <word>' for the SQLite file, its -wal and its -shm, byte by byte."""
+    """'<file> <when> holds <word>' for the SQLite file and every file beside it that bears its
+    name (its -wal and -shm, the job queue's and the rate-limit counters' files and theirs), byte
+    by byte."""
     out = []
-    for suffix in ("", "-wal", "-shm"):
-        path = Path(f"{database}{suffix}")
-        if not path.exists():
+    for path in sorted(database.parent.glob(f"{database.name}*")):
+        if not path.is_file():
             continue
         data = path.read_bytes().lower()
         out.extend(f"{path.name} ({when}) holds {word!r}" for word in words if holds(data, word))
+    return out
+
+
+def postgres_files(engine: Engine, since: float = 0.0) -> list[Path]:
+    """After a CHECKPOINT has written every dirty page out: the files of this database in its
+    server's data directory and the cluster's shared catalogs, and of the write-ahead log and the
+    server log those written at `since` (a time.time()) or later (the server is shared by the whole
+    test session). Needs a local server (the tests' own) and a superuser."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("CHECKPOINT"))
+        data = Path(conn.execute(text("SHOW data_directory")).scalar_one())
+        oid = conn.execute(text("SELECT oid FROM pg_database WHERE datname = current_database()")).scalar_one()
+    assert (data / "PG_VERSION").exists(), f"the server's data directory {data} is not readable here"
+
+    def files(folder: Path) -> list[Path]:
+        return [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+
+    logs = [*files(data / "pg_wal"), *files(data / "log"), *data.glob("*.log")]
+    return [*files(data / "base" / str(oid)), *files(data / "global"), *(p for p in logs if p.stat().st_mtime >= since)]
+
+
+def words_in_postgres_files(engine: Engine, words: Iterable[str], when: str, since: float = 0.0) -> list[str]:
+    """'<file> <when> holds <word>' for every file `postgres_files` names, byte by byte (in the
+    clear: an encrypted word is unreadable there without the key, which the database never has)."""
+    wanted = list(words)
+    if not wanted:
+        return []
+    pattern = re.compile(b"|".join(re.escape(n) for w in wanted for n in needles(w)), re.IGNORECASE)
+    out = []
+    for path in postgres_files(engine, since):
+        try:
+            content = path.read_bytes()
+        except FileNotFoundError:  # a WAL segment recycled meanwhile
+            continue
+        hits = {m.group(0).lower() for m in pattern.finditer(content)}
+        out += [f"{path.parent.name}/{path.name} ({when}) holds {w!r}" for w in wanted if any(n in hits for n in needles(w))]
     return out
 
 
