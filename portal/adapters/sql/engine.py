@@ -119,16 +119,22 @@ VACUUM_WAIT = "5s"
 def vacuum_owner_tables(engine: Engine, tables: tuple[str, ...] = OWNER_TABLE_NAMES) -> bool:
     """PostgreSQL: VACUUM (INDEX_CLEANUP ON) these tables holding a person's rows, in autocommit.
     Plain VACUUM skips index cleanup when under 2% of a table's pages hold dead rows, which leaves
-    an erased person's owner id in the indexes of a large table. Answers whether it ran."""
+    an erased person's owner id in the indexes of a large table. Answers whether it ran.
+
+    On a connection of the pool, given back as it was taken (its lock_timeout reset): after every
+    forget a VACUUM runs, and a connection thrown away each time made the next request open a new
+    one (docs/benchmarks.md, "Erasure's cleaning up"). One that cannot be reset is not given back."""
     try:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql(f"SET lock_timeout = '{VACUUM_WAIT}'")
             try:
                 conn.exec_driver_sql(f"VACUUM (INDEX_CLEANUP ON) {', '.join(t for t in tables if t in OWNER_TABLE_NAMES)}")
             finally:
-                # Not back to the pool: a connection of its own for a rare job (and none left idle
-                # with this job's lock_timeout, whatever happened).
-                conn.invalidate()
+                try:
+                    conn.exec_driver_sql("RESET lock_timeout")
+                except DBAPIError:
+                    conn.invalidate()  # never back to the pool with this job's lock_timeout
+                    raise
     except DBAPIError as exc:
         log.warning("erasure.vacuum_skipped error=%s", type(exc.orig).__name__)
     return True  # done, or left to autovacuum: not retried

@@ -34,9 +34,13 @@ def settle_all(timeout: float = 30.0) -> bool:
 
 
 class Janitor:
-    def __init__(self, tasks: dict[str, Callable[[], bool]]) -> None:
-        """`tasks`: name → a function answering whether it got done (False: try again later)."""
+    def __init__(self, tasks: dict[str, Callable[[], bool]], spacing: dict[str, float] | None = None) -> None:
+        """`tasks`: name → a function answering whether it got done (False: try again later);
+        `spacing`: name → the fewest seconds between two runs of that task (asked for meanwhile, it
+        runs once when they are over)."""
         self.tasks = tasks
+        self.spacing = spacing or {}
+        self._last: dict[str, float] = {}
         self._wanted: set[str] = set()
         self._busy = False
         self._cv = threading.Condition()
@@ -45,10 +49,12 @@ class Janitor:
 
     def ask(self, task: str) -> None:
         with self._cv:
-            self._wanted.add(task)
             if self._pid != os.getpid():  # first use in this process (or in a forked child)
                 self._pid = os.getpid()
                 threading.Thread(target=self._run, name="erasure-janitor", daemon=True).start()
+            elif task in self._wanted:
+                return  # asked for already: waking the thread again would only cost the request time
+            self._wanted.add(task)
             self._cv.notify_all()
 
     def settle(self, timeout: float = 30.0) -> bool:
@@ -67,12 +73,20 @@ class Janitor:
         with self._cv:
             return frozenset(self._wanted)
 
+    def _due_in(self, name: str, now: float) -> float:
+        return self._last.get(name, -1e9) + self.spacing.get(name, 0.0) - now
+
     def _run(self) -> None:
         while True:
             with self._cv:
                 while not self._wanted:
                     self._cv.wait()
-                todo, self._wanted, self._busy = set(self._wanted), set(), True
+                now = time.monotonic()
+                todo = {name for name in self._wanted if self._due_in(name, now) <= 0}
+                if not todo:  # each ran less than its spacing ago: once it is over
+                    self._cv.wait(min(self._due_in(name, now) for name in self._wanted))
+                    continue
+                self._wanted, self._busy = self._wanted - todo, True
             left: set[str] = set()
             for name in sorted(todo):
                 try:
@@ -80,6 +94,7 @@ class Janitor:
                 except Exception as exc:  # a database blip: try again at the next turn
                     log.warning("erasure.cleanup_failed task=%s error=%s", name, type(exc).__name__)
                     done = False
+                self._last[name] = time.monotonic()
                 if not done:
                     left.add(name)
             with self._cv:

@@ -63,6 +63,7 @@ class TextCipher(Protocol):
 
 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+VACUUM_SPACING = 1.0  # seconds between two VACUUMs of one table
 DEFAULT_CACHE_IDLE = 300.0
 
 
@@ -88,11 +89,11 @@ class SqlStore(StoreMaintenance):
         self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
         # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
         self._sqlite_writer = threading.Lock()
-        # What erasures leave to clean after their commit (see .janitor): one task per table to VACUUM.
-        self.janitor = Janitor({
-            "checkpoint": lambda: checkpoint(self.engine),
-            **{f"vacuum:{name}": partial(vacuum_owner_tables, self.engine, (name,)) for name in OWNER_TABLE_NAMES},
-        })
+        # What erasures leave to clean after their commit (see .janitor): one task per table to VACUUM,
+        # each at most once a second (erasures in a burst share one).
+        vacuums = {f"vacuum:{name}": partial(vacuum_owner_tables, self.engine, (name,)) for name in OWNER_TABLE_NAMES}
+        self.janitor = Janitor({"checkpoint": lambda: checkpoint(self.engine), **vacuums},
+                               spacing=dict.fromkeys(vacuums, VACUUM_SPACING))
 
     @contextmanager
     def writer(self) -> Iterator[Connection]:
