@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy.engine import Engine
 
@@ -93,9 +94,10 @@ def build_runtime(
         except ValueError as exc:
             message = str(exc)
             raise ConfigError(message if "MEMORY_ENCRYPTION_KEYS" in message else f"MEMORY_ENCRYPTION_KEYS: {message}") from None
+    checked = True
     if check_keys:
         try:
-            keys_fit(engine, cipher)
+            checked = keys_fit(engine, cipher)
         except KeysMismatch as exc:
             raise ConfigError(str(exc)) from None
     try:
@@ -124,6 +126,8 @@ def build_runtime(
     store = SqlStore(
         engine, cipher=cipher, cache_bytes=config.recall_cache_mb * 1024 * 1024, cache_idle=config.recall_cache_idle
     )
+    if not checked:  # the database did not answer: checked before the store's first transaction
+        store.defer_keys_check(partial(keys_fit, engine, cipher))
     records = SqlRecords(store)
     tenants, accounts = records.tenants, records.accounts
 

@@ -109,17 +109,6 @@ class FernetCipher:
             raise CipherError("cannot rotate: no configured key matches, or the token was altered") from None
 
 
-def looks_encrypted(value: str) -> bool:
-    """Whether `value` has the shape of a Fernet token (version byte, time, IV, whole AES blocks, an
-    HMAC; url-safe base64). Text a person wrote never has it; `rotate-keys --encrypt-plaintext`
-    tells by it what a database written without encryption still holds in the clear."""
-    try:
-        raw = base64.urlsafe_b64decode(value.encode("ascii"))
-    except (ValueError, UnicodeEncodeError):
-        return False
-    return len(raw) >= 73 and (len(raw) - 57) % 16 == 0 and raw[0] == 0x80 and base64.urlsafe_b64encode(raw) == value.encode()
-
-
 def _canonical_key(key: str) -> str:
     """The key, checked to be exactly what `generate_key` makes.
 

@@ -70,7 +70,8 @@ def register(api: Api) -> None:
     @api.route("GET", PERSON + "/jobs/<job_id>", summary="A background consolidation: queued, running, done or failed",
                permission="consolidate", responses={200: JobOut, 404: Problem})
     def job(call: Call) -> Reply:
-        return Reply(200, JobOut.of(service().job(call.place, call.path["job_id"])))
+        # A HEAD answers no body: it must not use up the summary the first GET hands over.
+        return Reply(200, JobOut.of(service().job(call.place, call.path["job_id"], take_summary=request.method == "GET")))
 
     @api.route("POST", PERSON + "/used", summary="Mark memories as used (protects them from the cap)",
                permission="memories:write", body=IdsIn, responses={200: MarkedOut})

@@ -17,7 +17,7 @@ from werkzeug.exceptions import HTTPException
 from portal.api.limits import seconds_until_reset
 from portal.api.schemas import Problem
 from portal.domain.catalog import DEFAULT_LANGUAGE, message
-from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, MemoryServiceError, NotFound, Refused
+from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, MemoryServiceError, NotFound, Refused, Unavailable
 from portal.services.idempotency import KeyReused, StillRunning
 
 log = logging.getLogger("portal.api")
@@ -61,6 +61,7 @@ SERVICE_ANSWERS: dict[type[MemoryServiceError], tuple[int, str | None]] = {
     Refused: (422, None),
     InvalidArgument: (400, "an argument is out of range"),
     InvalidWhere: (400, "a person is needed"),
+    Unavailable: (503, "the memory is unavailable; retry shortly"),
 }
 
 

@@ -70,3 +70,10 @@ class Refused(MemoryServiceError):
 
     def __repr__(self) -> str:
         return f"Refused({self.code!r})"
+
+
+class Unavailable(MemoryServiceError):
+    """The memory cannot be reached for now (the store refuses every transaction until its
+    operator mends what it says in the logs): a retry later may work."""
+
+    code = "database_unavailable"

@@ -67,20 +67,21 @@ class Jobs:
         log.info("job.queued place=%s id=%s", pid(place), job.id)
         return job
 
-    def get(self, place: Place, job_id: str) -> Job:
+    def get(self, place: Place, job_id: str, take_summary: bool = True) -> Job:
         """The job with this id in this place, as the app that sent it sees it; NotFound for any
         other app's job, and for anyone else's. Never its transcript.
 
         The model's summary is handed over once, to the app that sent the job: the answer that
         carries it clears it (an erasure, in the same transaction); every later one carries none.
-        A summary never read is erased after `summary_retention` (`Retention.sweep`)."""
+        With `take_summary` False (a HEAD, which answers no body) it stays where it is. A summary
+        never read is erased after `summary_retention` (`Retention.sweep`)."""
         ctx, place = self.ctx, as_place(place)
         reader = ctx.app.id if ctx.app is not None else None
         with ctx.store.read(place) as tx:
             job = tx.get_job(job_id)
         if job is None or (reader is not None and job.app_id not in (None, reader)):
             raise NotFound()
-        if job.summary is None or job.app_id != reader:
+        if job.summary is None or job.app_id != reader or not take_summary:
             return replace(job, work=None, summary=None)
         with ctx.store.write(place) as tx:
             job = tx.get_job(job_id)

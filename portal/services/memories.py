@@ -212,7 +212,13 @@ class Memories:
                 tx.commit()
                 log.info("memory.undo place=%s id=%s removed", pid(place), memory_id)
                 return Undone(None, memory_id)
-            earlier = tx.pop_revision(memory_id) if current.last_op in UNDOABLE else None
+            # Only the wording the last write replaced: the revision just below the current one. Once
+            # it is gone (a person's own edit, erased when its Undo was over), the earlier wording on
+            # top belongs to an older write, which an Undo never takes back.
+            history = tx.history(memory_id)[:1] if current.last_op in UNDOABLE else []
+            if not history or history[0].revision != current.revision - 1:
+                raise Refused("nothing_to_undo")
+            earlier = tx.pop_revision(memory_id)
             if earlier is None:
                 raise Refused("nothing_to_undo")
             # The restored wording gets a new revision number, so a writer still holding the undone

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from portal.adapters.cipher import CipherError, FernetCipher, generate_key
-from portal.adapters.sql.rotation import RotationCounts, rotate_keys, rows_to_visit
+from portal.adapters.sql.rotation import RotationCounts, RotationError, rotate_keys, rows_to_visit
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import memories
 from portal.domain.types import Place, Saved
@@ -171,6 +171,8 @@ def test_a_database_written_in_the_clear_is_encrypted_whole_and_searched_as_befo
     assert [r.text for r in encrypted.history(HERE, first.memory.id)] == ["Likes green tea with mint", "Likes green tea"]
     again = encrypted.remember(HERE, "KEEPS BEES!")
     assert again.replaced_id == bees.memory.id  # found by its words: the duplicate key is the keyed one now
-    assert rotate_keys(store, cipher, encrypt_plaintext=True) == RotationCounts(unchanged=6)  # and the new wording
+    assert rotate_keys(store, cipher) == RotationCounts(unchanged=6)  # and the new wording
+    with pytest.raises(RotationError, match="encrypted already"):  # it holds no text in the clear now
+        rotate_keys(store, cipher, encrypt_plaintext=True)
     with pytest.raises(CipherError):
         FernetCipher([generate_key()]).decrypt(stored[0])

@@ -127,7 +127,7 @@ def test_postgresql_never_gets_text_in_the_clear_unless_the_operator_accepts_it(
     plain.service.remember(Place("bob", "acme"), "Keeps bees")
     with pg_engine.connect() as conn:
         assert conn.execute(select(memories.c.text)).scalar_one() == "Keeps bees"
-    with pytest.raises(ConfigError, match="holds text in the clear.*rotate-keys --encrypt-plaintext"):
+    with pytest.raises(ConfigError, match="text written in the clear.*rotate-keys --encrypt-plaintext"):
         build_runtime(config_for(tmp_path), embedder=None, engine=pg_engine)
     with pg_engine.begin() as conn:
         conn.execute(memories.delete())

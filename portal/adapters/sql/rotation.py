@@ -20,8 +20,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Column, Table, and_, func, select, tuple_, update
 
-from portal.adapters.cipher import looks_encrypted
-from portal.adapters.sql.keycheck import renew_probe
+from portal.adapters.sql.keycheck import converting, has_probe, is_converting, renew_probe
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.tables import consolidation_jobs, idempotency_receipts, memories, memory_revisions
 from portal.domain.text import words_key
@@ -101,19 +100,32 @@ def rotate_keys(
 ) -> RotationCounts:
     """Re-encrypt with the first key everything an older key wrote; see the module docstring.
 
-    With `encrypt_plaintext`, a value that is not a token (`looks_encrypted`) is text a database
-    written without encryption holds in the clear: it is encrypted with the first key (a memory's
-    search terms are cleared and its duplicate key made keyed). For a database switching to
-    encryption, with the app stopped; what the old rows held stays in PostgreSQL's free space and
-    write-ahead log until `VACUUM FULL` and the segments' recycling (docs/operations.md)."""
+    With `encrypt_plaintext`, for a database that ran without keys (or a conversion stopped half
+    way): a value no configured key reads is text kept in the clear, whatever its shape, and is
+    encrypted with the first key (a memory's search terms cleared, its duplicate key made keyed).
+    List every key that ever wrote the database: a token of a key not listed would be taken for
+    text and encrypted as it is. Marked as running in `encryption_check` until it finishes, so no
+    process starts on a database half converted. Refused (RotationError) on a database whose keys
+    check passed already (it holds no text in the clear). The rewritten rows are erasures of what
+    they held: the store cleans up after them (SQLite's write-ahead log; PostgreSQL: VACUUM, and
+    the bytes stay in free space until `VACUUM FULL`, docs/operations.md)."""
     if batch < 1:
         raise ValueError("batch must be positive")
+    if encrypt_plaintext:
+        if has_probe(store.engine) and not is_converting(store.engine):
+            raise RotationError("this database's text is encrypted already (its keys check passed): "
+                                "--encrypt-plaintext is for a database that ran without keys")
+        converting(store.engine, True)
     changed: dict[str, int] = {}
     unchanged = 0
     for target in TARGETS:
         changed[target.name], skipped = _rotate_table(store, cipher, target, batch, progress, encrypt_plaintext)
         unchanged += skipped
     renew_probe(store.engine, cipher)  # the keys check reads the first key's token from now on
+    if encrypt_plaintext:
+        converting(store.engine, False)
+    if any(changed.values()):
+        store.after_erasure({t.table.name for t in TARGETS if changed[t.name]})
     return RotationCounts(**changed, unchanged=unchanged)
 
 
@@ -133,7 +145,7 @@ def _rotate_table(
             rows = conn.execute(query).all()
             for row in rows:
                 key, token = tuple(row[:width]), row[width]
-                if encrypt_plaintext and not looks_encrypted(token):
+                if encrypt_plaintext and not _readable(cipher, token):
                     values = _encrypted(cipher, target, token)
                 else:
                     values = _new_values(cipher, target, key, token, row[width + 1] if target.words else None)
@@ -170,6 +182,14 @@ def _new_values(
         if fresh != stored_words_key:
             values["words_key"] = fresh
     return values
+
+
+def _readable(cipher: RotatingCipher, token: str) -> bool:
+    try:
+        cipher.decrypt(token)
+    except Exception:  # no configured key reads it
+        return False
+    return True
 
 
 def _encrypted(cipher: RotatingCipher, target: _Target, plain: str) -> dict[str, Any]:

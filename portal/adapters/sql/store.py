@@ -12,8 +12,9 @@ the token in the same transaction (see `SqlTx.commit` in `.transaction`).
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -37,6 +38,7 @@ from portal.adapters.sql.engine import (
     vacuum_owner_tables,
 )
 from portal.adapters.sql.janitor import Janitor
+from portal.adapters.sql.keycheck import KeysMismatch
 from portal.adapters.sql.maintenance import StoreMaintenance
 from portal.adapters.sql.statements import LOCK_NOT_DURABLE
 from portal.adapters.sql.tables import (
@@ -47,12 +49,14 @@ from portal.adapters.sql.transaction import SqlTx
 from portal.adapters.sql.uow import SqlUnitOfWork
 from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
+from portal.domain.errors import Unavailable
 from portal.domain.recall.cache import RecallCache
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts
 from portal.ports import NeedsVector
 
 M = memories.c
 R = memory_revisions.c
+log = logging.getLogger("portal.store")
 
 
 class TextCipher(Protocol):
@@ -87,6 +91,9 @@ class SqlStore(StoreMaintenance):
         self.words_secret = cipher.digest_key if cipher is not None else None
         self.postgres = is_postgres(engine)
         self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
+        # The encryption keys check, when it could not be made at start (see defer_keys_check).
+        self._keys_check: Callable[[], bool] | None = None
+        self._keys_lock = threading.Lock()
         # SQLite has one writer at a time anyway; queueing threads here spares them busy-waiting.
         self._sqlite_writer = threading.Lock()
         # What erasures leave to clean after their commit (see .janitor): one task per table to VACUUM,
@@ -95,11 +102,31 @@ class SqlStore(StoreMaintenance):
         self.janitor = Janitor({"checkpoint": lambda: checkpoint(self.engine), **vacuums},
                                spacing=dict.fromkeys(vacuums, VACUUM_SPACING))
 
+    def defer_keys_check(self, check: Callable[[], bool]) -> None:
+        """The encryption keys check could not be made at start (the database did not answer): it is
+        made before this store's next transaction, which it refuses (`Unavailable`) until it passes."""
+        self._keys_check = check
+
+    def _keys_checked(self) -> None:
+        if self._keys_check is None:
+            return
+        with self._keys_lock:
+            check = self._keys_check
+            if check is None:
+                return
+            try:
+                if check():
+                    self._keys_check = None
+            except KeysMismatch:
+                log.error("keys.mismatch: this process's MEMORY_ENCRYPTION_KEYS do not fit the database")
+                raise Unavailable() from None
+
     @contextmanager
     def writer(self) -> Iterator[Connection]:
         """A connection whose transactions write: on SQLite queued behind this process's writers
         and opened with BEGIN IMMEDIATE (several processes then serialise instead of failing half
         way); on PostgreSQL a plain one (the place locks are taken inside)."""
+        self._keys_checked()
         if self.postgres:
             with self.engine.connect() as conn:
                 yield conn
@@ -125,6 +152,7 @@ class SqlStore(StoreMaintenance):
         """A read transaction: on PostgreSQL a REPEATABLE READ snapshot, or with `snapshot=False`
         each statement on its own (autocommit: no BEGIN and ROLLBACK round trips), for a reader
         that copes with a write landing between two of its statements."""
+        self._keys_checked()
         with self.engine.connect() as conn:
             if self.postgres:
                 conn = conn.execution_options(isolation_level="REPEATABLE READ" if snapshot else "AUTOCOMMIT")
