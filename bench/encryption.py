@@ -17,18 +17,13 @@ import argparse
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-
 from bench.common import embed_cached, machine, queries, sentences, write_results
 from bench.erasure import POOL, PrecomputedEmbedder, load_people, quiet_database
+from bench.latency import open_store
 from portal.adapters.cipher import FernetCipher, generate_key
-from portal.adapters.sql.engine import make_engine
-from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.store import SqlStore
 from portal.adapters.sql.throwaway import throwaway_postgres
 from portal.domain.options import Options
@@ -44,14 +39,8 @@ def percentiles(times: list[float]) -> dict[str, float]:
 
 def measure(url: str, size: int, cipher: FernetCipher | None, table: dict[str, Any], qs: list[str],
             rounds: int) -> dict[str, Any]:
-    name = f"enc_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(url)
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    engine = make_engine(make_url(url).set(database=name))
-    try:
-        upgrade(engine)
-        store = SqlStore(engine, cipher=cipher)
+    with open_store("postgres", url, "encryption") as plain:
+        store = SqlStore(plain.engine, cipher=cipher)
         service = MemoryService(store, embedder=PrecomputedEmbedder(table), options=Options(max_active=None))
         ids = load_people(service, sentences(POOL), 2, size)
         quiet_database(store)
@@ -60,22 +49,16 @@ def measure(url: str, size: int, cipher: FernetCipher | None, table: dict[str, A
             service.recall(place, q, limit=5)
         cached, after_write = [], []
         for i in range(rounds):
-            q = qs[i % len(qs)]
             started = time.perf_counter()
-            service.recall(place, q, limit=5)
+            service.recall(place, qs[i % len(qs)], limit=5)
             cached.append((time.perf_counter() - started) * 1000)
         for i in range(min(rounds, size)):
             service.update(place, ids[1][i], importance=1 + i % 5)  # a write: the token changes
             started = time.perf_counter()
             service.recall(place, qs[i % len(qs)], limit=5)
             after_write.append((time.perf_counter() - started) * 1000)
-        return {"cached": percentiles(cached), "right_after_a_write": percentiles(after_write)}
-    finally:
         store.settle(30)
-        engine.dispose()
-        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        return {"cached": percentiles(cached), "right_after_a_write": percentiles(after_write)}
 
 
 def main(argv: list[str] | None = None) -> None:
