@@ -17,7 +17,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from portal import api
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config, secret_key_for
-from portal.web import account, admin, auth, errors, health, memories, staff
+from portal.web import account, admin, auth, errors, health, labels, memories, staff
 from portal.web.render import kind_label
 from portal.web.security import csrf, init_security
 from portal.web.throttle import init_throttle
@@ -56,5 +56,6 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
         app.register_blueprint(blueprint)
     init_throttle(app)
     app.jinja_env.globals["kind_label"] = kind_label
+    labels.install(app)  # the codes' labels and the dates, in the page's language
     errors.install(app)
     return app

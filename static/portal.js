@@ -45,11 +45,28 @@
     var close = event.target.closest && event.target.closest("[data-dismiss]");
     if (close) { event.preventDefault(); close.closest(".toast").remove(); }
   });
+  // "Copy the key": the text of the element the button names goes to the clipboard; the status
+  // next to the button says whether it did (a browser may refuse).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-copy]");
+    if (!button) { return; }
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    var status = button.parentNode.querySelector('[role="status"]');
+    function say(text) { if (status) { status.textContent = text; } }
+    if (!source) { return; }
+    navigator.clipboard.writeText(source.textContent.trim()).then(
+      function () { say(button.getAttribute("data-done")); },
+      function () { say(button.getAttribute("data-failed")); });
+  });
   function enhance(root) {
     countAll(root);
     dismissLater(root);
     var closers = root.querySelectorAll("[data-dismiss][hidden]");  // they work with this file only
     for (var i = 0; i < closers.length; i++) { closers[i].hidden = false; }
+    if (navigator.clipboard && window.isSecureContext) {  // the clipboard is for secure pages only
+      var copiers = root.querySelectorAll("[data-copy][hidden]");
+      for (var j = 0; j < copiers.length; j++) { copiers[j].hidden = false; }
+    }
   }
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:afterSettle", function () { focusMarked(document); enhance(document); });

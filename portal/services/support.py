@@ -41,10 +41,14 @@ class PersonSummary:
 
 @dataclass(frozen=True)
 class RequestView:
+    """An erasure request as staff and the person see it: how old, by when it is due (one month
+    from its receipt), and the name of the person while their account exists."""
+
     request: ErasureRequest
     age_days: int
     due: datetime
     near_deadline: bool
+    name: str | None = None
 
 
 class Support:
@@ -164,15 +168,25 @@ class Support:
         return request
 
     def requests(self, actor: User) -> list[RequestView]:
-        now = utc_now()
         views = []
         for r in self.erasures.all(self.scopes(actor)):
             subject = self.accounts.get(r.subject_user_id) if r.subject_user_id and actor.role != "admin" else None
             if subject is not None and not self._may_see(actor, subject):
                 continue  # a colleague's or an admin's own request: admins handle it
-            due = r.received_at + DEADLINE
-            views.append(RequestView(r, (now - r.received_at).days, due, r.state == "open" and due - now <= NEAR_DEADLINE))
+            views.append(_view(r))
         return views
+
+    def request_view(self, actor: User, request_id: str) -> RequestView:
+        """One request (as `request` decides who may see it), with its due date and, while the
+        account exists, the person's name."""
+        request = self.request(actor, request_id)
+        subject = self.accounts.get(request.subject_user_id) if request.subject_user_id else None
+        return _view(request, subject.name if subject else None)
+
+    def pending_erasure(self, person: User) -> RequestView | None:
+        """The person's own open request to delete their account (the earliest), for their pages."""
+        found = self.erasures.open_for(person.owner_id, person.tenant_id)
+        return _view(found[0]) if found else None
 
     def request(self, actor: User, request_id: str) -> ErasureRequest:
         request = self.erasures.get(request_id)
@@ -233,6 +247,13 @@ class Support:
             if account is not None:
                 names[actor_id] = account.name
         return names
+
+
+def _view(request: ErasureRequest, name: str | None = None) -> RequestView:
+    now = utc_now()
+    due = request.received_at + DEADLINE
+    return RequestView(request, (now - request.received_at).days, due,
+                       request.state == "open" and due - now <= NEAR_DEADLINE, name)
 
 
 def _ticket(ticket: str | None) -> str | None:

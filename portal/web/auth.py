@@ -14,6 +14,9 @@ from portal.web.security import NEW_API_KEY, rotate_csrf_token, safe_next
 from portal.web.throttle import DEVICE_COOKIE, DEVICE_DAYS, throttle
 
 bp = Blueprint("auth", __name__)
+# Where each role lands after signing in (unless it was on its way somewhere): admins on the
+# administration, support staff on the console, people on their memories.
+HOMES = {"admin": "admin.index", "staff": "staff.people"}
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -36,8 +39,8 @@ def login() -> ResponseReturnValue:
             session.pop(NEW_API_KEY, None)  # a key sealed for whoever used this browser before
             login_user(user)
             current_app.logger.info("auth.login user=%s", user.id)
-            home = url_for("staff.people") if user.role in ("staff", "admin") else url_for("memories.index")
-            answer = redirect(safe_next(request.args.get("next"), home), 303)
+            home = HOMES.get(user.role, "memories.index")
+            answer = redirect(safe_next(request.args.get("next"), url_for(home)), 303)
             answer.set_cookie(DEVICE_COOKIE, known, max_age=DEVICE_DAYS * 86400, httponly=True, samesite="Lax",
                               secure=request.is_secure, path=url_for("auth.login"))
             return answer

@@ -35,11 +35,12 @@ MAX_PINNED_SHOWN = 200  # the page size the service allows; a person pins a hand
 
 
 def context() -> dict[str, Any]:
-    """What every people's page shows around the list: pause state and the AI switch."""
+    """What every people's page shows around the list: pause state, the AI switch, and the person's
+    request to delete their account while it waits for support."""
     svc = service()
     place = current_user.place
     return {"paused": svc.is_paused(place), "ai_on": svc.ai_enabled(place), "kinds": svc.options.kinds.kinds,
-            "text_limit": svc.options.max_text_length}
+            "text_limit": svc.options.max_text_length, "erasure": runtime().support.pending_erasure(current_user)}
 
 
 def toast(text: str, undo_id: str | None = None) -> str:

@@ -85,8 +85,9 @@ def erasures() -> ResponseReturnValue:
 
 
 def erasure_page(request_id: str, error: str | None = None) -> ResponseReturnValue:
-    found = support().request(current_user, request_id)
-    return render_template("staff/erasure.html", r=found, error=error, everywhere=everywhere()), 422 if error else 200
+    found = support().request_view(current_user, request_id)
+    return render_template("staff/erasure.html", r=found.request, view=found, error=error,
+                           everywhere=everywhere()), 422 if error else 200
 
 
 @bp.get("/erasure/<request_id>")

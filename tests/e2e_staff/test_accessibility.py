@@ -40,7 +40,7 @@ def test_no_console_state_has_an_accessibility_violation(checked_page: Page, liv
     erasure = section(page, "Erasure request")
     erasure.get_by_label("Ticket reference").fill("ZD-1")
     erasure.get_by_role("button", name="Log the request").click()
-    expect(page.get_by_test_id("state")).to_have_text("open")
+    expect(page.get_by_test_id("state")).to_have_text("Open")
     found += violations(page, "an erasure request")
     page.goto(f"{live_server.url}/staff/erasure")
     found += violations(page, "erasure requests")

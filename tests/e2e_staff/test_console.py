@@ -8,10 +8,10 @@ import json
 import re
 from pathlib import Path
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from ..screenshots import screenshot
-from .conftest import MEMORIES, WORDS, Desk, LiveServer, sign_in
+from .conftest import MEMORIES, PASSWORD, VIEWPORT, WORDS, Desk, LiveServer, sign_in
 
 
 def find_and_open(page: Page, desk: Desk) -> None:
@@ -42,7 +42,8 @@ def test_find_erase_and_audit(page: Page, live_server: LiveServer, desk: Desk) -
     erasure = section(page, "Erasure request")
     erasure.get_by_label("Ticket reference").fill("ZD-4711")
     erasure.get_by_role("button", name="Log the request").click()
-    expect(page.get_by_test_id("state")).to_have_text("open")
+    expect(page.get_by_test_id("state")).to_have_text("Open")
+    expect(page.get_by_test_id("person-name")).to_have_text("Greta Lind")
     expect(page.get_by_text("Erasure request logged.")).to_be_visible()
     confirm = page.get_by_label("Type the person's e-mail or owner id to confirm")
     confirm.fill("someone.else@e2e.example")
@@ -52,12 +53,12 @@ def test_find_erase_and_audit(page: Page, live_server: LiveServer, desk: Desk) -
     page.get_by_label("Type the person's e-mail or owner id to confirm").fill(desk.person.email)
     page.get_by_role("button", name="Erase all data").click()
 
-    expect(page.get_by_test_id("state")).to_have_text("completed")
+    expect(page.get_by_test_id("state")).to_have_text("Done")
     done = "Erased: everything kept about this person in their organisation, and their account."
     expect(page.get_by_text(done)).to_be_visible()
     expect(page.get_by_test_id("count-memories")).to_have_text("3")
     expect(page.get_by_test_id("count-accounts")).to_have_text("1")
-    expect(page.get_by_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d:\d\d\s[AP]M UTC"))).to_be_visible()
     expect(page.get_by_role("button", name="Erase all data")).to_have_count(0)
     screenshot(page, "staff-erasure-done.png")
     assert live_server.runtime.accounts.get(desk.person.id) is None
@@ -102,3 +103,32 @@ def test_export_data_downloads_everything_kept(page: Page, live_server: LiveServ
     exported.get_by_role("link", name=desk.person.owner_id[:8]).click()  # a subject's id filters the log by it
     expect(page.get_by_label("Subject (owner id)")).to_have_value(desk.person.owner_id)
     expect(page.get_by_test_id("audit-entry")).to_have_count(1)
+
+
+def test_an_admin_lands_on_the_administration_and_copies_a_new_key(browser: Browser, live_server: LiveServer,
+                                                                    desk: Desk) -> None:
+    """Issue 27: the admin lands on /admin/; the key shown once has a Copy button that puts it on
+    the clipboard (with the CSP: no inline script), and the address bar is the page's own GET."""
+    admin = live_server.runtime.accounts.create(f"root-{desk.staff.id[:6]}@e2e.example", "Ada Admin",
+                                                desk.staff.tenant_id, "admin", PASSWORD)
+    context = browser.new_context(viewport=VIEWPORT, locale="en-GB", permissions=["clipboard-read", "clipboard-write"])
+    context.set_default_timeout(5000)
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        sign_in(page, live_server.url, admin)
+        expect(page).to_have_url(f"{live_server.url}/admin/")
+        page.locator("#key-tenant").select_option(index=1)
+        page.get_by_label("App name").fill("Copy test")
+        page.get_by_role("button", name="Create API key").click()
+        expect(page).to_have_url(f"{live_server.url}/admin/keys/new")  # not the POST's address
+        key = page.get_by_test_id("new-key").inner_text().strip()
+        assert live_server.runtime.api_keys.verify(key) is not None
+        page.get_by_role("button", name="Copy the key").click()
+        expect(page.get_by_test_id("copy-status")).to_have_text("Copied.")
+        assert page.evaluate("navigator.clipboard.readText()") == key
+        screenshot(page, "admin-new-key.png")
+        assert errors == []  # no script refused by the Content-Security-Policy
+    finally:
+        context.close()

@@ -230,3 +230,31 @@ def test_a_change_that_would_be_refused_is_not_asked_about(console: Console) -> 
     assert console.runtime.accounts.get(console.a1.id).disabled is False  # type: ignore[union-attr]
     assert admin.post(f"/admin/staff/{console.a1.id}/password", data={"password": "a brand new password"}).status_code == 303
     assert console.runtime.accounts.authenticate(console.a1.email, "a brand new password") is None  # not a staff account
+
+
+def test_an_admin_lands_on_the_administration_and_staff_on_the_console(console: Console) -> None:
+    """Issue 27: an admin signing in was sent to the support console's search."""
+    app = console.app()
+    admin = app.test_client().post("/login", data={"email": console.admin.email, "password": PASSWORD})
+    assert admin.status_code == 303 and admin.headers["Location"] == "/admin/"
+    staff = app.test_client().post("/login", data={"email": console.sA.email, "password": PASSWORD})
+    assert staff.status_code == 303 and staff.headers["Location"] == "/staff/"
+    person = app.test_client().post("/login", data={"email": console.a1.email, "password": PASSWORD})
+    assert person.status_code == 303 and person.headers["Location"] == "/memories"
+    asked = app.test_client().post("/login?next=/staff/audit", data={"email": console.admin.email, "password": PASSWORD})
+    assert asked.headers["Location"] == "/staff/audit"  # where they were going still wins
+
+
+def test_an_empty_key_table_says_there_is_none_and_how_to_make_one(console: Console) -> None:
+    client = console.client(console.admin)
+    table = re.search(r"<h2>API keys</h2>.*?</table>", main_html(client.get("/admin/")), flags=re.S)
+    assert table is not None
+    said = page_text_of(table.group(0))
+    assert "No API key yet." in said and "Create one below" in said and "shown once" in said
+    client.post("/admin/keys", data={"tenant": console.a.id, "name": "assistant", "permission": ["memories:read"]})
+    table = re.search(r"<h2>API keys</h2>.*?</table>", main_html(client.get("/admin/")), flags=re.S)
+    assert table is not None and "No API key yet." not in table.group(0) and "assistant" in table.group(0)
+
+
+def page_text_of(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from babel.dates import format_date, format_datetime
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.engine import Engine
 
@@ -43,7 +44,8 @@ def test_logging_a_request_lists_it_open_with_age_due_date_and_deadline_warning(
     shown = client.get(answer.headers["Location"])
     text = page_text(shown)
     assert "Erasure request logged." in text
-    assert "Ticket ZD-100" in text and f"Received {received.strftime('%Y-%m-%d')}" in text and "State open" in text
+    assert "Ticket ZD-100" in text and f"Received {format_date(received, 'medium', locale='en')}" in text
+    assert "State Open" in text
     recent = log(console, "a2", "ZD-101")
 
     listing = client.get("/staff/erasure").get_data(as_text=True)
@@ -53,10 +55,11 @@ def test_logging_a_request_lists_it_open_with_age_due_date_and_deadline_warning(
     old_row = next(r for r in rows if request_id in r)
     new_row = next(r for r in rows if recent in r)
     assert rows[old_row] == "near-deadline" and rows[new_row] == ""
-    due = (received.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=30)).strftime("%Y-%m-%d")
-    assert "ZD-100" in old_row and "<td>open</td>" in old_row and "25 days" in old_row
+    due = format_date(received.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=30), "medium",
+                      locale="en")
+    assert "ZD-100" in old_row and ">Open</td>" in old_row and "25 days" in old_row
     assert due in old_row and "due soon" in old_row
-    assert "<td>open</td>" in new_row and "0 days" in new_row and "due soon" not in new_row
+    assert ">Open</td>" in new_row and "0 days" in new_row and "due soon" not in new_row
     [entry] = [e for e in console.audit(action="erasure.logged") if e.ticket == "ZD-100"]
     assert (entry.actor_id, entry.subject_owner_id, entry.scope) == (console.sA.id, "ext-a1-owner", console.a.id)
 
@@ -100,10 +103,12 @@ def test_the_right_confirmation_erases_and_shows_counts_and_time(console: Consol
     shown = client.get(answer.headers["Location"])
     text, html = page_text(shown), shown.get_data(as_text=True)
     assert "Erased: everything kept about this person in their organisation, and their account." in text
-    assert "State completed" in text
+    assert "State Done" in text
     assert 'data-testid="count-memories">3<' in html and 'data-testid="count-accounts">1<' in html
-    completed = re.search(r"Completed (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", text)
-    assert completed and datetime.strptime(completed.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC) >= started
+    completed = re.search(r'<dt>Completed</dt><dd><time datetime="([^"]+)">([^<]+)</time> UTC', html)
+    assert completed and datetime.fromisoformat(completed.group(1)) >= started
+    assert completed.group(2) == format_datetime(datetime.fromisoformat(completed.group(1)), "medium", locale="en",
+                                                 tzinfo=UTC)
     assert "Erase all data" not in text  # nothing left to confirm
     assert console.runtime.accounts.get(console.a1.id) is None
     assert console.texts(console.a1) == []
@@ -111,7 +116,7 @@ def test_the_right_confirmation_erases_and_shows_counts_and_time(console: Consol
     again = client.post(f"/staff/erasure/{request_id}", data={"confirm": typed})
     assert again.status_code == 422 and "already completed" in page_text(again)
     listing = page_text(client.get("/staff/erasure"))
-    assert "completed" in listing and "due soon" not in listing
+    assert "Done" in listing and "due soon" not in listing
     completed_entry = console.audit(action="erasure.completed")
     assert [e.ticket for e in completed_entry] == ["ZD-100"]  # one entry, written with the erasure itself
     assert completed_entry[0].counts is not None and completed_entry[0].counts["memories"] == 3
@@ -132,7 +137,7 @@ def test_asking_to_delete_my_account_from_the_portal(console: Console) -> None:
     assert (entry.actor_id, entry.actor_role, entry.subject_owner_id, entry.scope) == (
         console.a1.id, "member", "ext-a1-owner", console.a.id)
     staff = console.client(console.sA)
-    assert "person" in page_text(staff.get("/staff/erasure"))
+    assert "The person, from the portal" in page_text(staff.get("/staff/erasure"))
     assert "An erasure request is open for this person." in page_text(staff.get(f"/staff/people/{console.a1.id}"))
     assert console.runtime.support.requests(console.sB) == []  # not tenant B's business
 
@@ -311,3 +316,17 @@ def test_every_scope_only_when_the_host_says_owner_ids_are_unique(console: Conso
     assert answer.status_code == 303
     assert "Erased: everything kept about this person in every organisation" in page_text(staff.get(answer.headers["Location"]))
     assert console.runtime.service.list(namesake).items == []
+
+
+def test_the_request_page_names_the_person_and_says_when_it_is_due(console: Console) -> None:
+    """Issue 27: the page of one request showed an owner id, but neither who nor by when."""
+    client = console.client(console.sA)
+    request_id = log(console, "a1", "ZD-200", days_ago=10)
+    received = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=10)
+    text = page_text(client.get(f"/staff/erasure/{request_id}"))
+    assert "Person Ada Quill" in text
+    assert f"Due {format_date(received + timedelta(days=30), 'medium', locale='en')}" in text
+    assert client.post(f"/staff/erasure/{request_id}", data={"confirm": console.a1.email}).status_code == 303
+    done = page_text(client.get(f"/staff/erasure/{request_id}"))
+    assert "Person Ada Quill" not in done and "account deleted" in done  # the name went with the account
+    assert "Due " not in done  # answered: nothing is due any more

@@ -7,6 +7,9 @@ import csv
 import io
 import json
 import re
+from datetime import timedelta
+
+from babel.dates import format_date
 
 from portal.domain.types import Source
 
@@ -187,3 +190,26 @@ def test_french_account_reads_french_from_the_start(world: World) -> None:
     assert "Reprendre la mémoire" not in text and "Mettre en pause la mémoire" in text
     paused = world.client(world.bob).post("/account/pause", headers=HX)
     assert "Reprendre la mémoire" in page_text(paused)
+
+
+def test_a_request_to_delete_my_account_shows_on_my_pages_until_it_is_done(world: World) -> None:
+    """Issue 27: after "Ask to delete my account" the portal said nothing more about it."""
+    client = world.client(world.ada)
+    assert "Ask to delete my account" in page_text(client.get("/memories"))
+    assert client.post("/account/delete", data={"confirmed": "1"}).status_code == 303
+    [asked] = world.runtime.support.erasures.all(None)
+    received, due = asked.received_at, asked.received_at + timedelta(days=30)  # a month to answer
+    for path in ("/memories", "/account/apps", "/account/import", "/account/erase"):
+        text = page_text(client.get(path))
+        assert (f"You asked to delete your account on {format_date(received, 'long', locale='en')}. "
+                f"Support will do it by {format_date(due, 'long', locale='en')}.") in text, path
+    assert "Ask to delete my account" not in page_text(client.get("/memories"))  # asked already
+    assert "Ask to delete my account" in page_text(world.client(world.chloe).get("/memories"))  # hers only
+
+    bob = world.client(world.bob)  # French
+    assert bob.post("/account/delete", data={"confirmed": "1"}).status_code == 303
+    [asked] = world.runtime.support.erasures.open_for(world.bob.owner_id, world.tenant_id)
+    received, due = asked.received_at, asked.received_at + timedelta(days=30)
+    text = page_text(bob.get("/memories"))
+    assert (f"Vous avez demandé la suppression de votre compte le {format_date(received, 'long', locale='fr')}. "
+            f"Le support l'effectuera au plus tard le {format_date(due, 'long', locale='fr')}.") in text
