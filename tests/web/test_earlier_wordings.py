@@ -41,7 +41,7 @@ def later(world: World, minutes: float) -> None:
 
 def revisions_shown(world: World, memory_id: str) -> list[str]:
     answer = world.client(world.ada).get(f"/memories/{memory_id}/history")
-    rows = re.findall(r'<li data-testid="revision">(.*?)</li>', answer.get_data(as_text=True), flags=re.S)
+    rows = re.findall(r'<li data-testid="revision"[^>]*>(.*?)</li>', answer.get_data(as_text=True), flags=re.S)
     return [" ".join(re.sub(r"<[^>]+>", " ", r).split()) for r in rows]
 
 
