@@ -72,9 +72,9 @@ def test_find_erase_and_audit(page: Page, live_server: LiveServer, desk: Desk) -
     expect(page).to_have_url(re.compile(f"subject={desk.person.owner_id}"))
     mine = page.get_by_test_id("audit-entry")
     expect(mine).to_have_count(2)
-    for action in ("erasure.logged", "erasure.completed"):
+    for action in ("Logged an erasure request", "Carried out an erasure"):  # each action in words
         expect(mine.filter(has_text=action)).to_have_count(1)
-    expect(mine.filter(has_text="erasure.completed")).to_contain_text("memories=3")
+    expect(mine.filter(has_text="Carried out an erasure")).to_contain_text("Memories: 3")
     expect(mine.first).to_contain_text("ZD-4711")
     main = page.get_by_role("main").inner_text()
     for word in (*WORDS, desk.person.email, desk.person.name):
@@ -97,7 +97,7 @@ def test_export_data_downloads_everything_kept(page: Page, live_server: LiveServ
     assert sorted(m["text"] for m in data["memories"]) == sorted(text for text, _kind in MEMORIES)
     assert data["account"]["email"] == desk.person.email
     page.get_by_role("link", name="Audit log").click()
-    exported = page.get_by_test_id("audit-entry").filter(has_text="access.exported")
+    exported = page.get_by_test_id("audit-entry").filter(has_text="Exported for an access request")
     expect(exported).to_have_count(1)
     expect(exported).to_contain_text("REQ-15")
     exported.get_by_role("link", name=desk.person.owner_id[:8]).click()  # a subject's id filters the log by it

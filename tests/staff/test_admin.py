@@ -51,7 +51,8 @@ def test_create_a_staff_account_that_can_sign_in(console: Console) -> None:
     assert answer.status_code == 303
     assert "Account created." in page_text(client.get(answer.headers["Location"]))
     listed = client.get("/admin/").get_data(as_text=True)
-    assert re.search(r"nina@b.example</td><td>Nina New</td><td>staff</td><td>Tenant B</td>\s*<td>active", listed)
+    assert re.search(r"nina@b.example</td><td[^>]*>Nina New</td><td[^>]*>Support staff</td><td[^>]*>Tenant B</td>\s*"
+                     r"<td[^>]*>active", listed)  # the role in words
     nina = console.client(console.admin).application.test_client()
     assert nina.post("/login", data={"email": "nina@b.example", "password": PASSWORD}).headers["Location"] == "/staff/"
     assert "bea@b.example" in page_text(nina.get("/staff/?q=example"))  # B's staff: sees B's people

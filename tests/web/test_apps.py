@@ -86,7 +86,7 @@ def test_the_memory_history_says_which_app_used_it_and_when(world: World) -> Non
     world.runtime.service.for_app(bot).recall(world.ada.place, "green tea")
     world.runtime.service.for_app(bot).recall(world.ada.place, "tea")
     text = page_text(world.client(world.ada).get(f"/memories/{tea.id}/history"))
-    assert "Used by Claude Desktop on 2026-03-01: recalled it (2 times)" in text
+    assert "Used by Claude Desktop on Mar 1, 2026: recalled it (2 times)" in text
     other = world.remember(world.ada, "Lives in Lyon")
     assert "No app has used this memory." in page_text(world.client(world.ada).get(f"/memories/{other.id}/history"))
 
