@@ -22,7 +22,7 @@ HOMES = {"admin": "admin.index", "staff": "staff.people"}
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> ResponseReturnValue:
     if current_user.is_authenticated:
-        return redirect(url_for("memories.index"))
+        return redirect(url_for(HOMES.get(current_user.role, "memories.index")))
     error = None
     status = 200
     if request.method == "POST":

@@ -244,6 +244,7 @@ def test_an_admin_lands_on_the_administration_and_staff_on_the_console(console: 
     assert person.status_code == 303 and person.headers["Location"] == "/memories"
     asked = app.test_client().post("/login?next=/staff/audit", data={"email": console.admin.email, "password": PASSWORD})
     assert asked.headers["Location"] == "/staff/audit"  # where they were going still wins
+    assert console.client(console.admin).get("/login").headers["Location"] == "/admin/"  # signed in already
 
 
 def test_an_empty_key_table_says_there_is_none_and_how_to_make_one(console: Console) -> None:
