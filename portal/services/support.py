@@ -170,10 +170,10 @@ class Support:
     def requests(self, actor: User) -> list[RequestView]:
         views = []
         for r in self.erasures.all(self.scopes(actor)):
-            subject = self.accounts.get(r.subject_user_id) if r.subject_user_id and actor.role != "admin" else None
+            subject = self.accounts.get(r.subject_user_id) if r.subject_user_id else None
             if subject is not None and not self._may_see(actor, subject):
                 continue  # a colleague's or an admin's own request: admins handle it
-            views.append(_view(r))
+            views.append(_view(r, subject.name if subject else None))
         return views
 
     def request_view(self, actor: User, request_id: str) -> RequestView:

@@ -326,6 +326,12 @@ def test_the_request_page_names_the_person_and_says_when_it_is_due(console: Cons
     text = page_text(client.get(f"/staff/erasure/{request_id}"))
     assert "Person Ada Quill" in text
     assert f"Due {format_date(received + timedelta(days=30), 'medium', locale='en')}" in text
+    row = re.search(r'<tr data-testid="erasure-request".*?</tr>', client.get("/staff/erasure").get_data(as_text=True),
+                    flags=re.S)
+    assert row and ">Ada Quill</td>" in row.group(0)  # the list names the person too
+    admin_row = re.search(r'<tr data-testid="erasure-request".*?</tr>',
+                          console.client(console.admin).get("/staff/erasure").get_data(as_text=True), flags=re.S)
+    assert admin_row and ">Ada Quill</td>" in admin_row.group(0)
     assert client.post(f"/staff/erasure/{request_id}", data={"confirm": console.a1.email}).status_code == 303
     done = page_text(client.get(f"/staff/erasure/{request_id}"))
     assert "Person Ada Quill" not in done and "account deleted" in done  # the name went with the account
