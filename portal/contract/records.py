@@ -227,6 +227,24 @@ class RecordsContract:
         assert [e.id for e in records.audit.query(None, since=second.at, until=third.at)] == [second.id]  # until excluded
         assert records.audit.query(None, until=first.at) == []
 
+    def test_the_erasure_family_holds_every_erasure_of_a_person(self, records: Records) -> None:
+        """Filtering by "erasure" finds the requests and their completion, and every other way a
+        person's memory is erased: by the person (erase everything), by an app (DELETE) and by the
+        operator (purge). Their own family ("person") still finds them; nothing else joins."""
+        scope = "erasures-" + uuid4().hex[:8]
+        written = {}
+        for i, action in enumerate(("erasure.logged", "person.erased_all", "person.erased", "person.purged",
+                                    "erasure.completed", "person.paused", "memories.viewed", "person.erased_all_x")):
+            entry = AuditNote("actor-1", "member", action).entry("owner-1", scope, at=T0 + timedelta(seconds=i))
+            records.audit.write(entry)
+            written[action] = entry.id
+        found = [e.action for e in records.audit.query([scope], action="erasure")]
+        assert found == ["erasure.completed", "person.purged", "person.erased", "person.erased_all", "erasure.logged"]
+        assert {e.action for e in records.audit.query([scope], action="person")} == {
+            "person.erased_all", "person.erased", "person.purged", "person.paused", "person.erased_all_x"}
+        assert [e.id for e in records.audit.query([scope], action="person.erased_all")] == [written["person.erased_all"]]
+        assert records.audit.query([scope], action="erasure.") == []
+
     # ------------------------------------------------------------------ erasure requests
 
     def test_erasure_requests_open_list_and_complete(self, records: Records) -> None:

@@ -28,10 +28,22 @@ class AuditEntry:
     reason_code: str | None
 
 
+# Actions a family holds besides those named after it: erasing a person's memory is an erasure
+# whoever does it (the person, "erase everything"; an app, DELETE; the operator, purge), though
+# those actions are named after the person.
+FAMILY_ALSO: dict[str, tuple[str, ...]] = {"erasure": ("person.erased_all", "person.erased", "person.purged")}
+
+
+def family_also(wanted: str) -> tuple[str, ...]:
+    """The actions `wanted`, a family, holds besides those whose name starts with it."""
+    return FAMILY_ALSO.get(wanted, ()) if "." not in wanted else ()
+
+
 def action_matches(action: str, wanted: str) -> bool:
     """The audit filter on actions: an action itself (`erasure.completed`), or its family, the part
-    before the dot (`erasure`: `erasure.logged`, `erasure.completed`)."""
-    return action == wanted or ("." not in wanted and action.startswith(wanted + "."))
+    before the dot (`erasure`: `erasure.logged`, `erasure.completed`), with the actions the family
+    holds besides (FAMILY_ALSO: `person.erased_all` is an erasure)."""
+    return action == wanted or ("." not in wanted and action.startswith(wanted + ".")) or action in family_also(wanted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from sqlalchemy.engine import RowMapping
 
 from portal.adapters.sql.binding import Bind, reading, writing
 from portal.adapters.sql.tables import audit_log, erasure_requests
-from portal.domain.audit import AuditEntry
+from portal.domain.audit import AuditEntry, family_also
 from portal.domain.options import new_id, utc_now
 from portal.domain.people import ErasureRequest
 
@@ -57,7 +57,7 @@ class AuditLog:
             statement = statement.where(c.subject_owner_id == subject)
         if action:  # the action itself, or its family (portal.domain.audit.action_matches)
             family = c.action.startswith(action + ".", autoescape=True) if "." not in action else false()
-            statement = statement.where(or_(c.action == action, family))
+            statement = statement.where(or_(c.action == action, family, c.action.in_(family_also(action))))
         if since:
             statement = statement.where(c.at >= since)
         if until:
