@@ -46,6 +46,7 @@ def asks_first(asking: Asking) -> Callable[[View], View]:
             return render_template("confirm.html", question=ask.question, label=ask.label, back=ask.back,
                                    detail=ask.detail, action=request.path, fields=kept)
 
+        inner.asks_first = True  # type: ignore[attr-defined]  # how tests/e2e/test_every_page.py finds these pages
         return cast(View, inner)
 
     return decorate
