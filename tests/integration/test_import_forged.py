@@ -75,8 +75,22 @@ def test_every_earlier_wording_passes_the_checks_of_any_write(service: MemorySer
     # kept as a write keeps them: the kind resolved (to the fallback, "fact"), the importance clamped, the text cleaned
     assert history == [(7, "Likes tea", "preference", 4), (5, "Walks to work", "fact", 5), (2, "Cycles to work", "fact", 3),
                        (1, "Takes the bus", "fact", 3)]
-    # Undo brings back only what was checked, still carrying the import's mark.
+    # Undo takes back only the wording just below the current one (revision 6): refused here, it
+    # is not kept, and an older one never becomes current by an Undo.
+    with pytest.raises(Refused) as refused:
+        service.undo(ADA, memory.id)
+    assert refused.value.code == "nothing_to_undo"
+    assert service.undo_import(ADA, done.batch) == 1
+    assert service.list(ADA, state="all").items == []
+
+
+def test_an_undo_after_an_import_brings_back_only_a_checked_wording(service: MemoryService) -> None:
+    file = export_of({"text": "Likes tea", "kind": "preference", "importance": 4, "revision": 2, "revisions": [
+        wording(1, "  **Walks**   to work  ", kind="k" * 80, importance=999999)]})
+    done = service.import_parsed(ADA, parse(file), person_name="Ada")
+    [memory] = service.list(ADA).items
     restored = service.undo(ADA, memory.id).memory
+    # as a write keeps it: the text cleaned, the kind resolved (to the fallback), the importance clamped
     assert restored is not None and (restored.text, restored.kind, restored.importance) == ("Walks to work", "fact", 5)
     assert Source("import", done.batch) in restored.sources
     assert service.undo_import(ADA, done.batch) == 1

@@ -180,6 +180,12 @@ def page_text(answer: TestResponse) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
+def bare_cells(html: str) -> str:
+    """`html` without the cells' `data-label` (the column's name a phone shows above each value),
+    so a test reads a row as its cells' values."""
+    return re.sub(r' data-label="[^"]*"', "", html)
+
+
 def main_html(answer: TestResponse) -> str:
     """The page's <main> only (the header names the signed-in staff member, which is fine)."""
     html = answer.get_data(as_text=True)
