@@ -58,8 +58,18 @@
       function () { say(button.getAttribute("data-done")); },
       function () { say(button.getAttribute("data-failed")); });
   });
+  // One toast at a time: a new one (in a row, or at the top of the page) takes the place of those
+  // shown before.
+  function oneToast() {
+    var all = document.querySelectorAll(".toast"), fresh = [], i;
+    for (i = 0; i < all.length; i++) { if (!all[i].hasAttribute("data-shown")) { fresh.push(all[i]); } }
+    if (!fresh.length) { return; }
+    for (i = 0; i < all.length; i++) { if (all[i].hasAttribute("data-shown")) { all[i].remove(); } }
+    for (i = 0; i < fresh.length; i++) { fresh[i].setAttribute("data-shown", ""); }
+  }
   function enhance(root) {
     countAll(root);
+    oneToast();
     dismissLater(root);
     var closers = root.querySelectorAll("[data-dismiss][hidden]");  // they work with this file only
     for (var i = 0; i < closers.length; i++) { closers[i].hidden = false; }
@@ -68,6 +78,21 @@
       for (var j = 0; j < copiers.length; j++) { copiers[j].hidden = false; }
     }
   }
+  // The search form says what the list shows. The address says which words and kind the list was
+  // asked for; a page brought back by Back (the browser's cache, htmx's history) may carry a form
+  // state older than its list, or a snapshot taken before the person chose a kind.
+  function syncSearch() {
+    var params = new URLSearchParams(window.location.search);
+    var kind = document.getElementById("filter-kind");
+    if (kind) {
+      kind.value = params.get("kind") || "";
+      if (kind.selectedIndex < 0) { kind.value = ""; }  // a kind the page does not offer: the list shows all
+    }
+    var query = document.getElementById("q");
+    if (query) { query.value = (params.get("q") || "").trim(); }
+  }
+  window.addEventListener("pageshow", syncSearch);
+  document.addEventListener("htmx:historyRestore", syncSearch);
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:afterSettle", function () { focusMarked(document); enhance(document); });
   document.addEventListener("keydown", function (event) {

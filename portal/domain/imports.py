@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -65,6 +66,16 @@ class Item:
 class Parsed:
     format: str  # "memory-portal/export", "mem0" or "lines"
     items: list[Item]
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """What the person chose in the import's preview, by each memory's place in the file (0 for
+    the first): the kind they gave a memory, and the memories they left out. A place the file does
+    not have is ignored."""
+
+    kinds: Mapping[int, str] = field(default_factory=dict)
+    left_out: frozenset[int] = frozenset()
 
 
 def parse(raw: bytes) -> Parsed:

@@ -9,7 +9,15 @@ wording that is refused, or whose revision number is missing, repeated or not be
 (`invalid_revision`), is left out and counted by its code (`earlier_refused`); the memory itself is
 kept. An import is idempotent: a memory whose words the place already holds, in any state, or that
 the same file repeats, is counted as a duplicate and not added again, so the same file twice adds
-nothing.
+nothing; so is one that means what an active memory says (its vector at least `duplicate_threshold`
+close, same model and size: the test `remember` makes).
+
+A memory the file gives no kind (a line, mem0's JSON) gets the kind its first cue word names
+(`portal.domain.kind_cues`), else `fact`. The person's `Choices` in the preview (a kind for a
+memory, memories left out) win over the file and the guess; a memory left out is counted
+(`skipped`), never checked nor kept. Memories keep the file's order: one the file gives no time is
+made a microsecond earlier than the one before it, so the newest-first list shows them as the file
+lists them.
 
 Nothing else a file says is taken on trust: sources are kept only of the kinds a write gives
 (`portal`, `api`, `tool`, `consolidation`), with a readable reference of at most 200 characters; a
@@ -24,22 +32,36 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
-from portal.domain.imports import EarlierWording, Item, Parsed
-from portal.domain.types import Memory, Place, Revision, Source, as_place
+from portal.domain.imports import Choices, EarlierWording, Item, Parsed
+from portal.domain.kind_cues import guess_kind
+from portal.domain.types import Embedding, Memory, Place, Revision, Source, as_place
 from portal.inputs import is_valid_text
-from portal.ports import Filters
+from portal.ports import Filters, StoreTx
 
 from .context import Context
-from .drafts import Draft, draft
+from .drafts import ACTIVE, Draft, draft
 
 # The kinds of source a file may carry for a wording: what writes give. Never `import`: only the
 # import's own batch marks what it added.
 SOURCE_KINDS = ("portal", "api", "tool", "consolidation")
 MAX_REF = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One memory of a preview, for the person's own eyes: its place in the file (what `Choices`
+    name), its wording and kind as they would be kept, and for one kept already, the wording of the
+    memory that holds it when the words differ (a match by meaning)."""
+
+    index: int
+    text: str
+    kind: str
+    kept_as: str | None = None
+
 
 @dataclass(frozen=True)
 class Imported:
@@ -54,8 +76,17 @@ class Imported:
     new: int = 0
     earlier_refused: dict[str, int] = field(default_factory=dict)
     batch: str = ""  # the import's own id: every memory it added carries Source("import", batch)
-    texts_new: list[str] = field(default_factory=list)  # a dry run's preview, for the person's own eyes
-    texts_held: list[str] = field(default_factory=list)
+    lines_new: list[Line] = field(default_factory=list)  # a dry run's preview, for the person's own eyes
+    lines_held: list[Line] = field(default_factory=list)
+    skipped: int = 0  # left out by the person's choice
+
+    @property
+    def texts_new(self) -> list[str]:
+        return [line.text for line in self.lines_new]
+
+    @property
+    def texts_held(self) -> list[str]:
+        return [line.text for line in self.lines_held]
 
     def counts(self) -> dict[str, int]:
         return {"added": len(self.added), "duplicates": self.duplicates, "refused": sum(self.refused.values()),
@@ -67,6 +98,7 @@ class Checked:
     """One memory of the file that passed the checks: its current wording, its earlier wordings
     that passed too, and those left out, by code."""
 
+    index: int  # its place in the file
     item: Item
     draft: Draft
     earlier: list[tuple[EarlierWording, Draft]]
@@ -78,63 +110,104 @@ class Portability:
         self.ctx = ctx
 
     def import_parsed(self, place: Place, parsed: Parsed, audit: AuditNote | None = None,
-                      person_name: str | None = None, dry_run: bool = False) -> Imported:
-        """Keep what `parsed` holds in `place`; with `dry_run`, only say what would be kept."""
+                      person_name: str | None = None, dry_run: bool = False, choices: Choices | None = None) -> Imported:
+        """Keep what `parsed` holds in `place`, as the person's `choices` say; with `dry_run`, only
+        say what would be kept. Raises Refused `paused` while the place is paused (an import is a
+        write like any other: a paused memory keeps nothing new), keeping nothing."""
         ctx, place = self.ctx, as_place(place)
+        choices = choices or Choices()
         refused: Counter[str] = Counter()
         checked: list[Checked] = []
-        for item in parsed.items:
+        skipped = 0
+        for index, item in enumerate(parsed.items):
+            if index in choices.left_out:
+                skipped += 1
+                continue
             try:
-                current = draft(ctx, place, item.text, item.kind or "fact", item.importance, None, True, person_name)
+                current = draft(ctx, place, item.text, self.kind_of(index, item, choices), item.importance, None, True,
+                                person_name)
             except Refused as exc:
                 refused[exc.code] += 1
                 continue
-            checked.append(Checked(item, current, *self.earlier_wordings(place, item, person_name)))
-        added: list[str] = []
-        duplicates = 0
-        held_texts: list[str] = []
+            checked.append(Checked(index, item, current, *self.earlier_wordings(place, item, person_name)))
+        if checked and ctx.embedder is not None:  # spare the embedder the work a paused place would throw away
+            with ctx.store.read(place) as reading:
+                if reading.settings().paused:
+                    raise Refused("paused")
+        # Embedded before the place's lock is taken (the embedder may be remote, or slow on 5,000 lines).
+        vectors = ctx.embed_many(place, [one.draft.text for one in checked], "document")
         with ctx.store.write(place) as tx:
-            held = {m.words_key for m in tx.list(Filters(state=None))}
-            fresh: list[Checked] = []
-            for one in checked:
-                if one.draft.words_key in held:
-                    duplicates += 1
-                    held_texts.append(one.draft.text)
-                    continue
-                held.add(one.draft.words_key)
-                fresh.append(one)
+            if tx.settings().paused:
+                raise Refused("paused")
+            fresh, vectors, held = self.not_kept(tx, checked, vectors)
             left_out = sum((one.left_out for one in fresh), Counter[str]())
             if dry_run:
-                return Imported(parsed.format, [], duplicates, dict(refused), new=len(fresh), earlier_refused=dict(left_out),
-                                texts_new=[one.draft.text for one in fresh], texts_held=held_texts)
-            vectors = ctx.embed_many(place, [one.draft.text for one in fresh], "document")
+                return Imported(parsed.format, [], len(held), dict(refused), new=len(fresh),
+                                earlier_refused=dict(left_out), lines_new=[_line(one) for one in fresh], lines_held=held,
+                                skipped=skipped)
             now = ctx.clock()
             batch = ctx.id_factory()
             own = Source("import", batch)
-            for one, vector in zip(fresh, vectors, strict=True):
-                item, d = one.item, one.draft
-                created = _not_after(item.created_at, now) or now
-                updated = max(_not_after(item.updated_at, now) or created, created)
-                memory = Memory(
-                    id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=item.revision,
-                    text=d.text, kind=d.kind, importance=d.importance, created_at=created, updated_at=updated,
-                    origin=item.origin, sources=_sources(item.sources, own), channel=item.channel, seen=item.seen,
-                    pinned=item.pinned, state=item.state, last_used_at=_not_after(item.last_used_at, now),
-                    embedding=vector, words_key=d.words_key, last_op="create" if item.revision == 1 else "update",
-                )
-                tx.insert(memory)
-                for earlier, e in sorted(one.earlier, key=lambda kept: kept[0].revision):  # the stores' order of writes
-                    written = min(max(earlier.written_at or created, created), updated)
-                    tx.push_revision(Revision(
-                        memory.id, earlier.revision, e.text, e.kind, e.importance, earlier.origin,
-                        _sources(earlier.sources, own), written, op="create" if earlier.revision == 1 else "update"))
-                added.append(memory.id)
-            result = Imported(parsed.format, added, duplicates, dict(refused), new=len(added), batch=batch,
-                              earlier_refused=dict(left_out))
+            added = [self.insert(tx, place, one, vector, now, own) for one, vector in zip(fresh, vectors, strict=True)]
+            result = Imported(parsed.format, added, len(held), dict(refused), new=len(added), batch=batch,
+                              earlier_refused=dict(left_out), skipped=skipped)
             if audit is not None:
                 tx.record(audit.entry(place.owner_id, place.scope, result.counts(), at=now))
             tx.commit()
         return result
+
+    def kind_of(self, index: int, item: Item, choices: Choices) -> object:
+        """The kind to check: the person's choice, else the file's, else the guess from its words."""
+        if index in choices.kinds:
+            return choices.kinds[index]
+        return item.kind or guess_kind(item.text, self.ctx.options.kinds.kinds) or "fact"
+
+    def not_kept(self, tx: StoreTx, checked: list[Checked],
+                 vectors: list[Embedding | None]) -> tuple[list[Checked], list[Embedding | None], list[Line]]:
+        """The memories the place does not hold yet, with their vectors, and the lines it holds: the
+        same folded words (in any state, or repeated by the file), or the same meaning as an active
+        memory (as `remember` finds a duplicate: at least `duplicate_threshold` close, same model
+        and size)."""
+        by_words = {m.words_key: m.text for m in tx.list(Filters(state=None))}
+        held: list[Line] = []
+        fresh: list[Checked] = []
+        kept_vectors: list[Embedding | None] = []
+        for one, vector in zip(checked, vectors, strict=True):
+            if one.draft.words_key in by_words:
+                held.append(_line(one, by_words[one.draft.words_key]))
+                continue
+            near = tx.nearest(vector, 1, ACTIVE) if vector is not None else []
+            match = tx.get(near[0][0]) if near and near[0][1] >= self.ctx.options.duplicate_threshold else None
+            if match is not None:
+                held.append(_line(one, match.text))
+                continue
+            by_words[one.draft.words_key] = one.draft.text
+            fresh.append(one)
+            kept_vectors.append(vector)
+        return fresh, kept_vectors, held
+
+    def insert(self, tx: StoreTx, place: Place, one: Checked, vector: Embedding | None, now: datetime,
+               own: Source) -> str:
+        """Add one memory of the file with its earlier wordings; answers its new id."""
+        ctx, item, d = self.ctx, one.item, one.draft
+        # A memory the file gives no time is made just before the one above it in the file, so the
+        # newest-first list reads as the file does.
+        created = _not_after(item.created_at, now) or now - timedelta(microseconds=one.index)
+        updated = max(_not_after(item.updated_at, now) or created, created)
+        memory = Memory(
+            id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=item.revision,
+            text=d.text, kind=d.kind, importance=d.importance, created_at=created, updated_at=updated,
+            origin=item.origin, sources=_sources(item.sources, own), channel=item.channel, seen=item.seen,
+            pinned=item.pinned, state=item.state, last_used_at=_not_after(item.last_used_at, now),
+            embedding=vector, words_key=d.words_key, last_op="create" if item.revision == 1 else "update",
+        )
+        tx.insert(memory)
+        for earlier, e in sorted(one.earlier, key=lambda kept: kept[0].revision):  # the stores' order of writes
+            written = min(max(earlier.written_at or created, created), updated)
+            tx.push_revision(Revision(
+                memory.id, earlier.revision, e.text, e.kind, e.importance, earlier.origin,
+                _sources(earlier.sources, own), written, op="create" if earlier.revision == 1 else "update"))
+        return memory.id
 
     def earlier_wordings(self, place: Place, item: Item,
                          person_name: str | None) -> tuple[list[tuple[EarlierWording, Draft]], Counter[str]]:
@@ -174,6 +247,10 @@ class Portability:
                 tx.record(audit.entry(place.owner_id, place.scope, {"memories": len(ids)}, at=ctx.clock()))
             tx.commit()
         return len(ids)
+
+
+def _line(one: Checked, kept: str | None = None) -> Line:
+    return Line(one.index, one.draft.text, one.draft.kind, kept if kept is not None and kept != one.draft.text else None)
 
 
 def _sources(given: tuple[Source, ...], own: Source) -> tuple[Source, ...]:

@@ -16,7 +16,7 @@ from portal.domain import export
 from portal.domain.apps import App, apps_of
 from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
-from portal.domain.imports import parse
+from portal.domain.imports import MAX_ITEMS, Choices, parse
 from portal.domain.people import LANGUAGES
 from portal.web.confirm import Ask, asks_first
 from portal.web.errors import refusal_text
@@ -42,15 +42,26 @@ def pause() -> ResponseReturnValue:
 @login_required
 def resume() -> ResponseReturnValue:
     service().resume(current_user.place, audit=audit("person.resumed"))
+    if not service().ai_enabled(current_user.place):  # it learns nothing from conversations until the AI is back
+        return _paused_answer(_("Resumed: apps may save memories about you again."))
     return _paused_answer(_("Resumed: the assistant may learn again."))
 
 
 def _paused_answer(text: str) -> ResponseReturnValue:
+    """The pause panel and the add form as they are now (the form is disabled while paused), and
+    keyboard focus on the control the person will want next: the panel's new button, or the text
+    field when they resumed from the add form to add a memory."""
+    then = request.form.get("then")
+    to_add = then == "add"
     if is_htmx():
-        panel = render_template("account/_pause.html", focus=True, **context())  # focus stays on the new button
-        return panel + render_template("_toast.html", text=text, undo_id=None)
+        panel = render_template("account/_pause.html", focus=not to_add, **context())
+        form = render_template("memories/_add_form.html", oob=True, keep_focus=not to_add,
+                               text=request.form.get("text", "")[:service().options.max_text_length], **context())
+        return panel + form + render_template("_toast.html", text=text, undo_id=None)
     flash(text)
-    return redirect(url_for("memories.index"), 303)
+    if then == "import":  # resumed from the Import page, which said it was paused: back to it
+        return redirect(url_for("account.import_memories"), 303)
+    return redirect(url_for("memories.index") + ("#add-form" if to_add else ""), 303)
 
 
 @bp.route("/erase", methods=["GET", "POST"])
@@ -112,8 +123,9 @@ def ask_deletion() -> ResponseReturnValue:
 
 
 # The portal's import carries the file from the preview to the confirmation in the form itself
-# (base64, a third larger), under the app's 1 MB request limit.
-PORTAL_IMPORT_MAX = 700 * 1024
+# (base64, a third larger), with the person's choice for each memory (about 35 bytes each, 5,000
+# at most), under the app's 1 MB request limit.
+PORTAL_IMPORT_MAX = 600 * 1024
 
 
 @bp.route("/import", methods=["GET", "POST"])
@@ -133,7 +145,8 @@ def import_memories() -> ResponseReturnValue:
         parsed = parse(raw)
         confirmed = sealed is not None and request.form.get("confirmed") == "1"
         done = service().import_parsed(current_user.place, parsed, dry_run=not confirmed, person_name=current_user.name,
-                                       audit=audit("person.imported") if confirmed else None)
+                                       audit=audit("person.imported") if confirmed else None,
+                                       choices=_choices() if confirmed else None)
     except Refused as exc:
         return render_template("account/import.html", preview=None, error=refusal_text(exc.code), **context()), 422
     if not confirmed:
@@ -199,6 +212,20 @@ def _uploaded() -> bytes:
         return upload.read(PORTAL_IMPORT_MAX + 1)
     finally:
         upload.close()
+
+
+def _choices() -> Choices:
+    """The preview's choices: each memory it listed keeps the kind its select (`kind-N`, always
+    sent) says, or is left out when its box (`take`, value N) was unticked. Anything but a memory's
+    place in the file is ignored."""
+    kinds = {int(key[5:]): value for key, value in list(request.form.items())[:3 * MAX_ITEMS]
+             if key.startswith("kind-") and _is_place(key[5:])}
+    taken = {int(v) for v in request.form.getlist("take")[:MAX_ITEMS] if _is_place(v)}
+    return Choices({n: kind for n, kind in kinds.items() if kind}, frozenset(set(kinds) - taken))
+
+
+def _is_place(value: str) -> bool:
+    return value.isascii() and value.isdigit() and len(value) <= 4 and int(value) < MAX_ITEMS
 
 
 def _unbase64(value: str) -> bytes | None:

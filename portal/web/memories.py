@@ -43,8 +43,14 @@ def context() -> dict[str, Any]:
             "text_limit": svc.options.max_text_length, "erasure": runtime().support.pending_erasure(current_user)}
 
 
-def toast(text: str, undo_id: str | None = None) -> str:
-    return render_template("_toast.html", text=text, undo_id=undo_id)
+def toast(text: str, undo_id: str | None = None, in_row: bool = False) -> str:
+    """The out-of-band toast of an htmx answer; `in_row`: the answer's row shows it (templates/_toast.html)."""
+    return render_template("_toast.html", text=text, undo_id=undo_id, in_row=in_row)
+
+
+def notice(text: str, undo_id: str | None = None) -> tuple[str, str]:
+    """A toast for a row to show (its text and its kind, as _toast_body.html reads them)."""
+    return text, f"undo:{undo_id}" if undo_id else "message"
 
 
 @bp.get("/")
@@ -118,9 +124,10 @@ def add() -> ResponseReturnValue:
     )
     text = _("Saved.") if not outcome.replaced_id else undo_for(_("Updated the memory it repeats."))
     if is_htmx():
-        row = render_template("memories/_row.html", memory=outcome.memory, new_ids=set())
+        undo_id = outcome.memory.id if not outcome.reinforced else None
+        row = render_template("memories/_row.html", memory=outcome.memory, new_ids=set(), notice=notice(text, undo_id))
         oob = render_template("memories/_add_form.html", oob=True, **context())
-        return row + oob + toast(text, outcome.memory.id if not outcome.reinforced else None)
+        return row + oob + toast(text, undo_id, in_row=True)
     flash(text, f"undo:{outcome.memory.id}" if not outcome.reinforced else "message")
     return redirect(url_for("memories.index"), 303)
 
@@ -209,7 +216,7 @@ def forget(memory_id: str) -> ResponseReturnValue:
 def pin(memory_id: str) -> ResponseReturnValue:
     pinned = request.form.get("pinned", "1") == "1"
     outcome = service().pin(current_user.place, memory_id, pinned)
-    return done(outcome.memory, _("Pinned: always in the assistant's picture of you.") if pinned else _("Unpinned."),
+    return done(outcome.memory, _("Pinned: first in the assistant's picture of you.") if pinned else _("Unpinned."),
                 undo=False, focus="pin")
 
 
@@ -245,18 +252,17 @@ def erase_history(memory_id: str) -> ResponseReturnValue:
 def done(memory: Memory, text: str, undo: bool, focus: str = "edit") -> ResponseReturnValue:
     """The changed row (htmx, keyboard focus back on the control that was used) or a redirect to it."""
     if is_htmx():
-        # The Undo is in the row too, next to where keyboard focus is (the toast's is far away in
-        # tab order).
+        # The toast is in the row, its Undo next to where keyboard focus is.
+        undo_id = memory.id if undo else None
         return render_template("memories/_row.html", memory=memory, new_ids=set(), focus=focus,
-                               undo_here=undo) + toast(text, memory.id if undo else None)
+                               notice=notice(text, undo_id)) + toast(text, undo_id, in_row=True)
     flash(text, f"undo:{memory.id}" if undo else "message")
     return redirect(url_for("memories.index") + f"#m-{memory.id}", 303)
 
 
 def removed(memory_id: str, text: str) -> ResponseReturnValue:
-    if is_htmx():
-        response = make_response(toast(text))
-        return response
+    if is_htmx():  # what happened, in the row's place
+        return render_template("memories/_gone.html", text=text) + toast(text, in_row=True)
     flash(text)
     return redirect(url_for("memories.index"), 303)
 

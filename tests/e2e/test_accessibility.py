@@ -2,8 +2,8 @@
 violation. The states: signed out, the list (with the New banner), a search that finds nothing,
 editing in place, a toast, paused, the history, erase everything, a confirmation page, not found,
 importing (the form, the preview, the toast with its Undo, which is used), connected apps (none,
-one, one blocked, and a memory's history naming the app), the AI switched off,
-French, and a phone."""
+one, one blocked, and a memory's history naming the app), the assistant's picture of the person
+(also with the AI off, in French and on a phone), the AI switched off, French, and a phone."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_no_page_state_of_a_person_has_an_accessibility_violation(
     page.get_by_role("button", name="Preview").click()
     expect(page.get_by_test_id("import-summary")).to_contain_text("1 memory will be added.")
     found += violations(page, "import preview")
-    page.get_by_role("button", name="Add 1 memory").click()
+    page.get_by_role("button", name="Add the ticked memories").click()
     expect(page.get_by_test_id("toast")).to_contain_text("1 memory imported.")
     found += violations(page, "imported, with Undo")
     page.get_by_test_id("toast").get_by_role("button", name="Undo").click()
@@ -78,12 +78,22 @@ def test_no_page_state_of_a_person_has_an_accessibility_violation(
     row(page, TEA).get_by_role("link", name="History").click()
     expect(page.get_by_test_id("use")).to_have_count(1)
     found += violations(page, "history, used by an app")
+    page.goto(f"{live_server.url}/memories")
+    page.get_by_role("link", name="The assistant's picture of you").click()
+    expect(page.get_by_test_id("in-portrait").first).to_be_visible()
+    page.locator("details summary").click()  # the text as the assistant reads it, opened
+    expect(page.get_by_test_id("portrait-text")).to_be_visible()
+    found += violations(page, "the assistant's picture of you")
 
     for who, state in ((person_ai_off, "AI switched off"), (french_person, "in French")):
         other = new_context(bypass_csp=True).new_page()
         sign_in(other, live_server.url, who)
         found += violations(other, state)
+        other.goto(f"{live_server.url}/portrait")
+        found += violations(other, f"the assistant's picture of you, {state}")
     phone = new_context(bypass_csp=True, viewport={"width": 375, "height": 812}).new_page()
     sign_in(phone, live_server.url, person)
     found += violations(phone, "on a phone")
+    phone.goto(f"{live_server.url}/portrait")
+    found += violations(phone, "the assistant's picture of you, on a phone")
     assert found == []

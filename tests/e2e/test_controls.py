@@ -48,7 +48,7 @@ def test_pin_and_unpin(signed_in: Page, person: Person) -> None:
     expect(row(page, CAT).get_by_text("Pinned", exact=True)).to_be_visible()
     # A keyboard user stays on the button they pressed, now saying Unpin.
     expect(row(page, CAT).get_by_role("button", name="Unpin")).to_be_focused()
-    expect(page.get_by_test_id("toast")).to_contain_text("Pinned: always in the assistant's picture of you.")
+    expect(page.get_by_test_id("toast")).to_contain_text("Pinned: first in the assistant's picture of you.")
     page.reload()
     expect(row(page, CAT).get_by_text("Pinned", exact=True)).to_be_visible()
     row(page, CAT).get_by_role("button", name="Unpin").click()
@@ -70,13 +70,14 @@ def test_pause_stops_learning_until_resumed(signed_in: Page, live_server: LiveSe
     expect(page.get_by_role("button", name="Resume memory")).to_be_visible()
     screenshot(page, "paused.png")
 
-    # While paused, the assistant's memory learns nothing, and nor does the add form...
+    # While paused, the assistant's memory learns nothing, and the add form says so before anything
+    # is typed, its controls disabled (tests/e2e/test_portal_walkthrough.py)...
     with pytest.raises(Refused) as refused:
         service.remember(person.place, "Plays chess on Sundays")
     assert refused.value.code == "paused"
-    page.get_by_label("New memory").fill("Plays chess on Sundays")
-    page.get_by_role("button", name="Add").click()
-    expect(page.get_by_role("alert")).to_have_text("Memory is paused: nothing is learnt or changed until you resume it.")
+    expect(page.get_by_test_id("add-paused")).to_contain_text("Memory is paused, so nothing new can be added")
+    expect(page.get_by_label("New memory")).to_be_disabled()
+    expect(page.get_by_role("button", name="Add", exact=True)).to_be_disabled()
     # ...but the person can still correct what is kept.
     open_editor(page, CAT).fill("Has a cat called Miso, a tabby")
     editing_row(page).get_by_role("button", name="Save").click()
@@ -177,8 +178,11 @@ def test_ai_off_shows_the_banner_and_editing_still_works(
     sign_in(page, live_server.url, person_ai_off)
     banner = page.get_by_test_id("ai-off")
     expect(banner).to_have_text(
-        "The assistant's AI is switched off for your organisation. You can still see, correct, pause, erase and"
-        " download everything it keeps about you."
+        "The assistant's AI is switched off for your organisation: nothing about you is sent to an AI model, and"
+        " the assistant learns nothing from your conversations. Its memory tools are off: it cannot save, correct,"
+        " search or forget your memories by itself. Apps of your organisation can still save memories about you"
+        " and find them by their words. You can still see, correct, pause, erase and download everything it keeps"
+        " about you."
     )
     screenshot(page, "ai-off.png")
     open_editor(page, CAT).fill("Has a cat called Miso, who is shy")

@@ -13,10 +13,14 @@ OTHER_PERSON_FR = "Cela concerne quelqu'un d'autre. Seul ce qui vous concerne pe
 
 
 def toast_of(html: str) -> str:
-    """The out-of-band toast of an htmx answer, as markup with its entities read (`'` not `&#39;`)."""
-    found = re.search(r'<div id="toasts" hx-swap-oob="innerHTML">(.*?)</div>\s*</div>', html, flags=re.S)
-    assert found, "no out-of-band toast"
-    return unescape(found.group(1))
+    """The toast of an htmx answer (in the row it speaks of, in the place of a row that went, or out
+    of band at the top of the page), as markup with its entities read (`'` not `&#39;`); screen
+    readers hear its words from the live region."""
+    found = re.search(r'<(div|li) class="toast[^"]*" data-testid="toast".*?</\1>', html, flags=re.S)
+    assert found, "no toast"
+    announced = re.search(r'<div id="announce" hx-swap-oob="innerHTML">(.*?)</div>', html, flags=re.S)
+    assert announced and announced.group(1).strip() in found.group(0), "the toast is not read out"
+    return unescape(found.group(0))
 
 
 # ---------------------------------------------------------------- add
@@ -275,7 +279,7 @@ def test_pin_and_unpin(world: World) -> None:
     pinned = client.post(f"/memories/{memory.id}/pin", data={"pinned": "1"}, headers=HX)
     assert pinned.status_code == 200
     assert row_ids(pinned) == [memory.id] and "Pinned" in page_text(pinned) and ">Unpin<" in pinned.get_data(as_text=True)
-    assert "Pinned: always in the assistant's picture of you." in toast_of(pinned.get_data(as_text=True))
+    assert "Pinned: first in the assistant's picture of you." in toast_of(pinned.get_data(as_text=True))
     assert world.memory(world.ada, memory.id).pinned
     assert world.memory(world.ada, memory.id).revision == 1  # pinning is no new wording
     unpinned = client.post(f"/memories/{memory.id}/pin", data={"pinned": "0"})

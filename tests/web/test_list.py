@@ -15,8 +15,8 @@ def test_newest_first_with_what_each_memory_is(world: World) -> None:
     assert answer.status_code == 200
     assert row_ids(answer) == [second.id, first.id]
     text = page_text(answer)
-    assert "I want to run a marathon Goal Importance 3/5 The assistant learnt it 2026-03-01" in text
-    assert "I was born in London Fact Importance 5/5 You said it 2026-03-01" in text
+    assert "I want to run a marathon Goal Importance 3/5 The assistant learnt it Mar 1, 2026" in text
+    assert "I was born in London Fact Importance 5/5 You said it Mar 1, 2026" in text
 
 
 def test_an_empty_list_says_so(world: World) -> None:
@@ -140,7 +140,7 @@ def test_ai_off_banner(world: World) -> None:
     world.runtime.tenants.set_ai(world.tenant_id, False)
     answer = client.get("/memories")
     assert 'data-testid="ai-off"' in answer.get_data(as_text=True)
-    assert "The assistant's AI is switched off for your organisation." in page_text(answer)
+    assert "The assistant's AI is switched off for your organisation:" in page_text(answer)
     assert "I cycle to work" in page_text(answer)  # the person still sees everything
 
 

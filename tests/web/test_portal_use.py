@@ -58,7 +58,7 @@ def test_the_pause_panel_says_what_is_true_with_the_ai_off(world: World) -> None
     world.runtime.tenants.set_ai(world.tenant_id, False)
     text = page_text(client.get("/memories"))
     assert "The assistant may learn from your conversations." not in text
-    assert "The assistant learns nothing while its AI is switched off." in text
+    assert "While the AI is off, the assistant learns nothing from your conversations, but apps can still save" in text
 
 
 def test_the_kind_filter_applies_as_soon_as_it_changes(world: World) -> None:
@@ -75,7 +75,8 @@ def test_an_undo_sits_next_to_the_changed_row_and_toasts_can_be_dismissed(world:
     html = answer.get_data(as_text=True)
     row = html[:html.index("</li>")]
     assert re.search(rf'<button[^>]*hx-post="/memories/{memory.id}/undo"[^>]*>Undo</button>', row)
-    toast = html[html.index('id="toasts"'):]
+    toast = row[row.index('data-testid="toast"'):]  # the toast is in the row, with its Undo
     assert 'aria-label="Dismiss"' in toast and "data-autoclose" not in toast  # an Undo waits for the person
+    assert re.search(r'<div id="toasts" hx-swap-oob="innerHTML">\s*</div>', html)  # one toast at a time
     plain = world.client(world.ada).post("/account/pause", headers=HX).get_data(as_text=True)
     assert "data-autoclose" in plain and 'aria-label="Dismiss"' in plain
