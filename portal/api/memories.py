@@ -32,6 +32,10 @@ def register(api: Api) -> None:
                permission="memories:write", body=RememberIn, responses={201: SavedOut, 409: Problem, 422: Problem},
                redactable=True)
     def remember(call: Call) -> Reply:
+        """A host's explicit write: kept as sent (cleaned, checked by the rules), or 422 with the
+        refusal's code. With the AI switched off for the tenant it is still kept, without a vector
+        (nothing is sent to the embedding model); `memory-portal reindex` gives it one once the AI is
+        back. A paused person's memory refuses it (`paused`)."""
         b: RememberIn = call.body
         outcome = service().remember(
             call.place, b.text, kind=b.kind, importance=b.importance, role=b.role, explicit=b.explicit,

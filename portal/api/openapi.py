@@ -5,6 +5,7 @@ and headers every endpoint may answer, and the bearer security scheme.
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,8 @@ def openapi_document(routes: list[Route], title: str, version: str, prefix: str)
 
 def _operation(r: Route) -> dict[str, Any]:
     op: dict[str, Any] = {"operationId": r.name, "summary": r.summary, "parameters": []}
+    if r.handler.__doc__:  # the handler's docstring is the operation's description: said once
+        op["description"] = inspect.cleandoc(r.handler.__doc__)
     for name in PATH_PARAM.findall(r.rule):
         op["parameters"].append({"name": name, "in": "path", "required": True,
                                  "schema": {"type": "string", "minLength": 1, "maxLength": 200}})

@@ -26,6 +26,7 @@ from portal.api.schemas import (
     UnseenOut,
 )
 from portal.domain.audit import AuditNote
+from portal.domain.errors import Refused
 
 PERSON = "/people/<owner_id>"
 CONSOLIDATE_MAX_BODY = 1024 * 1024
@@ -35,6 +36,9 @@ def register(api: Api) -> None:
     @api.route("POST", PERSON + "/recall", summary="Find the memories that best answer a query",
                permission="memories:read", body=RecallIn, responses={200: RecallOut}, receipts=False)
     def recall(call: Call) -> Reply:
+        """Meaning and words fused, best first; each hit says how it was found (`match`). With the AI
+        switched off for the tenant, memories are found by their words only (`lexical`): no query is
+        sent to the embedding model. `relevant_only`: no hit for a query about nothing kept."""
         b: RecallIn = call.body
         hits = service().recall(call.place, b.query, kinds=b.kinds, after=b.after, before=b.before, limit=b.limit,
                                 min_similarity=b.min_similarity, relevant_only=b.relevant_only)
@@ -44,15 +48,23 @@ def register(api: Api) -> None:
     @api.route("GET", PERSON + "/portrait", summary="Pinned and important memories for a system prompt",
                permission="memories:read", query=PortraitQuery, responses={200: PortraitOut})
     def portrait(call: Call) -> Reply:
+        """The person's pinned memories, then those of importance `min_importance` (4) or more, the most
+        recently useful first, cut on a whole memory at `max_length` characters. `left_out` counts the
+        person's other memories (less important, or no room left): recall finds them. Empty text with
+        `left_out` above 0 means nothing is pinned or important enough yet, not that nothing is kept.
+        It works with the AI off."""
         q: PortraitQuery = call.query
         made = service().portrait(call.place, max_length=q.max_length, min_importance=q.min_importance, format=q.format,
                                   masked=q.masked, fill=q.fill)
-        return Reply(200, PortraitOut(text=made.text, ids=made.ids))
+        return Reply(200, PortraitOut(text=made.text, ids=made.ids, left_out=made.left_out))
 
     @api.route("POST", PERSON + "/consolidate", summary="Learn from a finished conversation (once per ref)",
                permission="consolidate", body=ConsolidateIn, max_body=CONSOLIDATE_MAX_BODY,
                responses={200: ConsolidateOut, 202: JobOut, 422: Problem})
     def consolidate(call: Call) -> Reply:
+        """The configured model reads the conversation and what is kept, and its facts and corrections
+        pass the same rules as a remember. With the AI switched off for the tenant: 422 `ai_disabled`,
+        nothing sent to the model, nothing learnt, no job queued."""
         b: ConsolidateIn = call.body
         transcript = b.transcript if isinstance(b.transcript, str) else [t.model_dump() for t in b.transcript]
         if not b.wait or "respond-async" in request.headers.get("Prefer", "").replace(" ", "").split(","):
@@ -63,9 +75,8 @@ def register(api: Api) -> None:
         result = service().consolidate(call.place, transcript, b.ref, role=b.role, person_name=b.person_name,
                                        language=b.language)
         if result.status == "unavailable" and result.reason == "ai_disabled":
-            return Reply(422, Problem(title="Refused", status=422, code="ai_disabled",
-                                      detail="the assistant's AI is switched off for this tenant"))
-        return Reply(200, ConsolidateOut.model_validate(result.to_json()))
+            raise Refused("ai_disabled")  # 422, in the words every other ai_disabled answer has
+        return Reply(200, ConsolidateOut.of(result.to_json()))
 
     @api.route("GET", PERSON + "/jobs/<job_id>", summary="A background consolidation: queued, running, done or failed",
                permission="consolidate", responses={200: JobOut, 404: Problem})

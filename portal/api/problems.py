@@ -72,6 +72,8 @@ REFUSAL_STATUS = {"app_blocked": (403, "the person has blocked this app"), "forb
 def service_problem(exc: MemoryServiceError) -> tuple[int, Problem]:
     """The one answer to each error of the services' family: its status and a problem with its code."""
     status, detail = next((answer for kind, answer in SERVICE_ANSWERS.items() if isinstance(exc, kind)), (500, None))
+    if isinstance(exc, NotFound):
+        detail = f"no such {exc.what} for this person"
     if isinstance(exc, Refused) and exc.code in REFUSAL_STATUS:
         status, detail = REFUSAL_STATUS[exc.code]
     return status, Problem(title=TITLES.get(status, "Error"), status=status, code=exc.code, detail=detail_of(exc.code, detail),

@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints
 
+from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.types import Memory
+from portal.services.jobs import MAX_ATTEMPTS
 
 Text = Annotated[str, StringConstraints(max_length=10_000)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -162,6 +164,10 @@ class PortraitQuery(Strict):
 class PortraitOut(BaseModel):
     text: str
     ids: list[str]
+    left_out: int = Field(..., description=(
+        "how many of the person's memories are not in the portrait (neither pinned nor important enough, or no "
+        "room left); recall finds them. An empty text with left_out above 0: nothing is pinned or important "
+        "enough yet, not nothing kept"))
 
 
 class Turn(Strict):
@@ -196,6 +202,13 @@ class ConsolidateOut(BaseModel):
     ))
     failed: int | None = None
     proposed: int | None = None
+    detail: str | None = Field(None, description="what `reason` means, in words (English)")
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> ConsolidateOut:
+        """The synchronous answer (`ConsolidationResult.to_json()`), with its reason in words."""
+        reason = data.get("reason") or (data.get("status") if data.get("status") == "unavailable" else None)
+        return cls.model_validate({**data, "detail": message(f"consolidation.{reason}", DEFAULT_LANGUAGE) if reason else None})
 
 
 class IdsIn(Strict):
@@ -234,16 +247,25 @@ class JobOut(BaseModel):
     state: Literal["queued", "running", "done", "failed"]
     ref: str
     attempts: int
+    max_attempts: int = Field(..., description="how many times the model is tried before the job fails")
     created_at: datetime
     updated_at: datetime
     result: ConsolidateOut | None = Field(
         None, description="once done (or failed): what the synchronous form answers; its summary only in the first "
                           "answer to the app that sent the job, and within MEMORY_JOB_SUMMARY_MINUTES of the job's end")
     reason: str | None = Field(None, description="why the last attempt failed, as a code")
+    detail: str | None = Field(None, description="the reason in words, and whether the job is tried again (English)")
 
     @classmethod
     def of(cls, job: Any) -> JobOut:
-        return cls.model_validate(job.to_json())
+        data = job.to_json()
+        said = message(f"consolidation.{job.reason}", DEFAULT_LANGUAGE) if job.reason else None
+        if said and job.state == "queued":
+            said += f" It is tried again shortly (attempt {job.attempts} of {MAX_ATTEMPTS} failed)."
+        elif said and job.state == "failed" and job.attempts >= MAX_ATTEMPTS:
+            said += f" It was tried {job.attempts} times."
+        result = ConsolidateOut.of(data["result"]).model_dump() if data["result"] is not None else None
+        return cls.model_validate({**data, "result": result, "max_attempts": MAX_ATTEMPTS, "detail": said})
 
 
 class PurgeOut(BaseModel):

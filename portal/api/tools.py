@@ -24,6 +24,9 @@ def register(api: Api) -> None:
                permission=lambda path: "memories:read" if path.get("name") in READ_ONLY else "memories:write",
                receipts=lambda path: path.get("name") not in READ_ONLY)
     def call_tool(call: Call) -> Reply:
+        """What the model asked for, for the person in the path (never a person the model names). With
+        the AI switched off for the tenant every tool answers `{"ok": false, "code": "refused",
+        "reason": "ai_disabled"}` and changes nothing."""
         name = call.path["name"]
         b: ToolCallIn = call.body
         arguments = b.arguments

@@ -21,13 +21,16 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 import anyio
 import click
+from sqlalchemy.engine import make_url
 
 from portal.adapters.sql.migrate import current_revision, head_revision
 from portal.bootstrap import Runtime
 from portal.cli.common import current_runtime
+from portal.config import ConfigError, load_config
 from portal.domain.catalog import DEFAULT_LANGUAGE
 from portal.domain.people import LANGUAGES
 from portal.inputs import is_valid_id
@@ -52,6 +55,7 @@ def mcp_command(
 ) -> None:
     """Serve the memory over MCP: stdio for one person (default), or streamable HTTP (--http)."""
     _quiet_logs()
+    _a_database_to_serve()
     if over_http:
         if owner_id is not None:
             raise click.UsageError("--owner is for stdio: over HTTP the endpoint names the person, "
@@ -86,6 +90,22 @@ def mcp_command(
         anyio.run(serve_stdio, runtime, token, owner_id, language)
     finally:
         runtime.dispose()
+
+
+def _a_database_to_serve() -> None:
+    """Refuse to start without the portal's database: an assistant starts this process in a folder
+    of its own, where the embedded default (a SQLite file under ./instance) would be made empty."""
+    if os.environ.get("MEMORY_DATABASE_URL", "").strip():
+        return
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    database = make_url(config.database_url).database
+    if config.database_url.startswith("sqlite") and database and not Path(database).exists():
+        raise click.ClickException(
+            f"MEMORY_DATABASE_URL is not set and there is no portal database at {database}: set "
+            "MEMORY_DATABASE_URL to the portal's database (the same value `serve` runs with)")
 
 
 def _migrated(runtime: Runtime) -> Runtime:

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from datetime import timedelta
-from typing import Any, BinaryIO
+from typing import Any
 
 import click
 from tqdm import tqdm
@@ -124,19 +124,28 @@ def export(owner_id: str, tenant_ref: str | None) -> None:
 
 
 @click.command("import")
-@click.argument("file", type=click.File("rb"))
-@click.option("--owner", "owner_id", required=True, help="Whose memories they become (the file never chooses).")
+@click.argument("given", nargs=-1, required=True, metavar="OWNER_ID FILE")
+@click.option("--owner", "owner_option", default=None, hidden=True,
+              help="OWNER_ID, the form of before: `import FILE --owner OWNER_ID`.")
 @click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id.")
 @click.option("--dry-run", is_flag=True, help="Say what would be added; keep nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Refusals as JSON with their code.")
-def import_file(file: BinaryIO, owner_id: str, tenant_ref: str, dry_run: bool, as_json: bool) -> None:
-    """Add the memories FILE holds to OWNER_ID's: our own export (JSON), mem0's get_all/export
-    JSON, or plain text with one memory per line. The same file twice adds nothing. Prints the
-    counts, as JSON: added (with --dry-run: would be added), duplicates (already kept), refused
-    (by code), earlier_refused (earlier wordings of the added memories left out, by code)."""
+def import_file(given: tuple[str, ...], owner_option: str | None, tenant_ref: str, dry_run: bool, as_json: bool) -> None:
+    """Add the memories FILE holds to OWNER_ID's (the person, named as `export` and `purge-owner`
+    name them; the file never chooses): our own export (JSON), mem0's get_all/export JSON, or plain
+    text with one memory per line. The same file twice adds nothing. Prints the counts, as JSON:
+    added (with --dry-run: would be added), duplicates (already kept), refused (by code),
+    earlier_refused (earlier wordings of the added memories left out, by code)."""
+    if owner_option is not None and len(given) != 1:
+        raise click.UsageError("name the person either OWNER_ID (before FILE) or --owner, not both")
+    if owner_option is None and len(given) != 2:
+        raise click.UsageError("give OWNER_ID and FILE: memory-portal import OWNER_ID FILE --tenant T")
+    owner_id, path = (owner_option, given[0]) if owner_option is not None else given
+    with click.open_file(path, "rb") as file:
+        raw = file.read(MAX_BYTES + 1)
     runtime = current_runtime()
     place = Place(owner_id, tenant_ref_id(runtime, tenant_ref, as_json))
-    parsed = parse(file.read(MAX_BYTES + 1))
+    parsed = parse(raw)
     done = runtime.service.import_parsed(place, parsed, dry_run=dry_run,
                                          audit=None if dry_run else AuditNote(None, "operator", "person.imported"))
     click.echo(json.dumps({"format": done.format, "added": done.new, "duplicates": done.duplicates,

@@ -210,17 +210,21 @@ def user_create(
 @click.option("--find", "query", default="", help="Only accounts whose e-mail or name holds this.")
 @JSON
 def user_list(tenant_ref: str | None, staff_only: bool, query: str, as_json: bool) -> None:
-    """Accounts: e-mail, name, role, tenant, state and last sign-in, one per line (at most 50)."""
+    """Accounts: e-mail, name, role, tenant (its name), state and last sign-in, under a header line,
+    one per line (at most 50); with --json, each with its id and its tenant's id too."""
     runtime = current_runtime()
     tenants = [tenant_ref_id(runtime, tenant_ref, as_json)] if tenant_ref else None
     found = runtime.accounts.staff(tenants) if staff_only else runtime.accounts.find(query, tenants)
     if staff_only and query:
         found = [u for u in found if query.lower() in u.email or query.lower() in u.name.lower()]
+    names = {t.id: t.name for t in runtime.tenants.all()}
     rows = [{"id": u.id, "email": u.email, "name": u.name, "role": u.role, "tenant_id": u.tenant_id,
+             "tenant": names.get(u.tenant_id) if u.tenant_id else None,
              "state": "disabled" if u.disabled else "active",
              "last_visit_at": u.last_visit_at.isoformat() if u.last_visit_at else None} for u in found]
-    lines = ["\t".join(str(r[k] or "never") for k in ("email", "name", "role", "tenant_id", "state", "last_visit_at"))
-             for r in rows]
+    lines = ["\t".join(("e-mail", "name", "role", "tenant", "state", "last sign-in"))]
+    lines += ["\t".join(str(r[k] or ("never" if k == "last_visit_at" else "-"))
+                        for k in ("email", "name", "role", "tenant", "state", "last_visit_at")) for r in rows]
     answer(as_json, {"accounts": rows}, "\n".join(lines))
 
 

@@ -120,6 +120,14 @@ class MemoryClient:
     def recall(self, owner_id: str, query: str, kinds: Sequence[str] | None = None, after: datetime | None = None,
                before: datetime | None = None, limit: int | None = None,
                min_similarity: float | None = None, relevant_only: bool = False) -> builtins.list[Hit]:
+        """The person's memories that best answer `query`, best first (at most `limit`, 5 by default).
+
+        Recall answers the closest memories however far they are: a query about nothing the person
+        said still gets hits (their score ranks them, as low as 0.0; it is no verdict of relevance).
+        Pass `relevant_only=True` to get only memories that share a word with the query or are close
+        enough in meaning (the host's MEMORY_RELEVANCE_FLOOR, or `min_similarity` if higher): then
+        such a query finds nothing. With the AI off for the tenant, memories are found by their
+        words only."""
         body = _given(query=query, kinds=builtins.list(kinds) if kinds is not None else None,
                       after=after.isoformat() if after else None, before=before.isoformat() if before else None,
                       limit=limit, min_similarity=min_similarity, relevant_only=relevant_only or None)
@@ -128,9 +136,11 @@ class MemoryClient:
 
     def portrait(self, owner_id: str, format: str | None = None, max_length: int | None = None,
                  min_importance: int | None = None, masked: bool | None = None, fill: bool | None = None) -> Portrait:
+        """What to put in the system prompt: the pinned memories, then those of importance 4 or more
+        (`min_importance`), cut at `max_length` characters; `Portrait.left_out` counts the others."""
         params = _given(format=format, max_length=max_length, min_importance=min_importance, masked=masked, fill=fill)
         data, _ = self._call("GET", _person(owner_id, "portrait"), params=params)
-        return Portrait(data["text"], builtins.list(data["ids"]))
+        return Portrait(data["text"], builtins.list(data["ids"]), int(data.get("left_out", 0)))
 
     def unseen(self, owner_id: str) -> builtins.list[Memory]:
         """What was learnt in the background and the person has not seen yet."""

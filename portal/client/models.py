@@ -113,10 +113,12 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Portrait:
-    """Text for a system prompt, and the ids of the memories it holds."""
+    """Text for a system prompt, and the ids of the memories it holds (pinned, then important ones);
+    `left_out` counts the person's other memories, which recall finds."""
 
     text: str
     ids: list[str]
+    left_out: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,8 @@ _EN: dict[str, Entry] = {
     "refused.not_found": "This memory does not exist (any more).",
     "refused.conflict": "This memory was changed in the meantime. Reload it and try again.",
     "refused.nothing_to_undo": "There is nothing to undo.",
-    "refused.ai_disabled": "The assistant's memory is not available while the AI is switched off.",
+    "refused.ai_disabled": ("The assistant's AI is switched off for this organisation: it learns nothing from conversations "
+                            "and its memory tools are off."),
     "refused.not_shown": "This correction is about a memory that was not part of the conversation.",
     "refused.erased": "This was not kept: the person's memories were erased in the meantime.",
     "refused.forgotten": "This was not kept: the person asked for it to be forgotten.",
@@ -80,6 +81,13 @@ _EN: dict[str, Entry] = {
     "refused.idempotency_key_reused": "This request's idempotency key was already used for another request.",
     "refused.idempotency_in_progress": "The same request is still being handled. Try again in a moment.",
     "refused.database_unavailable": "The memory is unavailable for a moment. Try again shortly.",
+    # why a consolidation did not learn (its `reason`), said to the host that sent it
+    "consolidation.model": "The model did not answer: is it running, and does MEMORY_LLM_BASE_URL point at it?",
+    "consolidation.unreadable": "The model's answer could not be read as facts.",
+    "consolidation.cut": "The model's answer stopped half way: the whole facts before the cut were kept.",
+    "consolidation.error": "Something went wrong while learning; it was logged, without the conversation.",
+    "consolidation.ai_disabled": "The assistant's AI is switched off for this organisation: nothing is learnt.",
+    "consolidation.unavailable": "No model is set up (MEMORY_LLM_BASE_URL): nothing is learnt.",
     "refused.error": "Something went wrong on our side. It was logged; try again later.",
     # support staff and admins
     "refused.reason_required": "Choose why you need to see the memories.",
@@ -97,7 +105,7 @@ _EN: dict[str, Entry] = {
     "refused.import_unreadable": "This file cannot be read: it is not our export, mem0's JSON or plain text (UTF-8).",
     "refused.import_unknown_version": "This export is of a version this portal does not read.",
     "refused.import_empty": "This file holds no memory to import.",
-    "refused.import_too_large_here": "This file is too large to import here (at most 700 KB). Split it, or ask support.",
+    "refused.import_too_large_here": "This file is too large to import here (at most 600 KB). Split it, or ask support.",
     "refused.invalid_email": "That is not an e-mail address.",
     "refused.email_taken": "An account with that e-mail exists already.",
     "refused.password_too_short": "The password needs at least 10 characters.",
@@ -140,7 +148,8 @@ _FR: dict[str, Entry] = {
     "refused.not_found": "Ce souvenir n'existe pas (ou plus).",
     "refused.conflict": "Ce souvenir a été modifié entre-temps. Rechargez-le et réessayez.",
     "refused.nothing_to_undo": "Il n'y a rien à annuler.",
-    "refused.ai_disabled": "La mémoire de l'assistant n'est pas disponible tant que l'IA est désactivée.",
+    "refused.ai_disabled": ("L'IA de l'assistant est désactivée pour cette organisation : il n'apprend rien des conversations "
+                            "et ses outils de mémoire sont désactivés."),
     "refused.not_shown": "Cette correction porte sur un souvenir qui ne faisait pas partie de la conversation.",
     "refused.erased": "Ceci n'a pas été gardé : les souvenirs de la personne ont été effacés entre-temps.",
     "refused.forgotten": "Ceci n'a pas été gardé : la personne a demandé qu'on l'oublie.",
@@ -173,6 +182,12 @@ _FR: dict[str, Entry] = {
     "refused.idempotency_key_reused": "La clé d'idempotence de cette demande a déjà servi pour une autre demande.",
     "refused.idempotency_in_progress": "La même demande est encore en cours de traitement. Réessayez dans un instant.",
     "refused.database_unavailable": "La mémoire est momentanément indisponible. Réessayez dans un instant.",
+    "consolidation.model": "Le modèle n'a pas répondu : tourne-t-il, et MEMORY_LLM_BASE_URL pointe-t-elle vers lui ?",
+    "consolidation.unreadable": "La réponse du modèle n'a pas pu être lue comme des faits.",
+    "consolidation.cut": "La réponse du modèle s'est arrêtée à mi-chemin : les faits entiers d'avant la coupure ont été gardés.",
+    "consolidation.error": "Une erreur est survenue pendant l'apprentissage ; elle a été notée, sans la conversation.",
+    "consolidation.ai_disabled": "L'IA de l'assistant est désactivée pour cette organisation : rien n'est appris.",
+    "consolidation.unavailable": "Aucun modèle n'est configuré (MEMORY_LLM_BASE_URL) : rien n'est appris.",
     "refused.error": "Une erreur s'est produite de notre côté. Elle a été enregistrée ; réessayez plus tard.",
     "refused.reason_required": "Indiquez pourquoi vous devez voir les souvenirs.",
     "refused.invalid_ticket": "Une référence de ticket ne contient que des lettres, des chiffres et - _ # / . :",
@@ -190,7 +205,7 @@ _FR: dict[str, Entry] = {
     "refused.import_unknown_version": "Cet export est d'une version que ce portail ne lit pas.",
     "refused.import_empty": "Ce fichier ne contient aucun souvenir à importer.",
     "refused.import_too_large_here": (
-        "Ce fichier est trop gros pour être importé ici (700 Ko au plus). Découpez-le, ou demandez au support."
+        "Ce fichier est trop gros pour être importé ici (600 Ko au plus). Découpez-le, ou demandez au support."
     ),
     "refused.invalid_email": "Ce n'est pas une adresse e-mail.",
     "refused.email_taken": "Un compte existe déjà avec cette adresse e-mail.",

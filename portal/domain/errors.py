@@ -28,9 +28,13 @@ class InvalidWhere(MemoryServiceError):
 
 
 class NotFound(MemoryServiceError):
-    """No such memory, person, request or key for this caller."""
+    """No such memory, person, request or key for this caller; `what` names it for an answer."""
 
     code = "not_found"
+
+    def __init__(self, what: str = "memory") -> None:
+        super().__init__(what)
+        self.what = what
 
 
 class Conflict(MemoryServiceError):

@@ -273,8 +273,15 @@ class Receipt:
 
 @dataclass(frozen=True, slots=True)
 class Portrait:
+    """The `text` a system prompt is given and its `memories` (`ids`); `no_room`: pinned or important
+    ones that did not fit; `left_out` counts every other active memory (recall finds them), so an
+    empty text with `left_out` above 0 is "nothing pinned or important enough yet", not "nothing kept"."""
+
     text: str
     ids: list[str] = field(default_factory=list)
+    memories: list[Memory] = field(default_factory=list, compare=False)
+    no_room: list[Memory] = field(default_factory=list, compare=False)
+    left_out: int = field(default=0, compare=False)
 
 
 def as_place(place: Any) -> Place:

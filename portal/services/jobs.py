@@ -80,13 +80,13 @@ class Jobs:
         with ctx.store.read(place) as tx:
             job = tx.get_job(job_id)
         if job is None or (reader is not None and job.app_id not in (None, reader)):
-            raise NotFound()
+            raise NotFound("job")
         if job.summary is None or job.app_id != reader or not take_summary:
             return replace(job, work=None, summary=None)
         with ctx.store.write(place) as tx:
             job = tx.get_job(job_id)
             if job is None:
-                raise NotFound()  # erased in between
+                raise NotFound("job")  # erased in between
             if job.summary is not None:
                 tx.save_job(replace(job, summary=None))
                 tx.commit()

@@ -195,7 +195,7 @@ class Memories:
         return memory
 
     def pin(self, place: Place, memory_id: str, pinned: bool = True) -> Saved:
-        """Pin (always in the portrait) or unpin a memory; no new revision."""
+        """Pin (first in the portrait, while there is room) or unpin a memory; no new revision."""
         return self.update(place, memory_id, pinned=pinned)
 
     def undo(self, place: Place, memory_id: str) -> Undone:

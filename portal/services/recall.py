@@ -185,7 +185,9 @@ class Recall:
     ) -> Portrait:
         """Pinned and important memories for a system prompt, pinned first, then most recently
         useful; cut on a whole memory. With `fill`, a memory that does not fit is skipped and
-        shorter ones after it still get their place. With `masked` the text goes through the mask."""
+        shorter ones after it still get their place. With `masked` the text goes through the mask.
+        The answer also names what is not in it (`Portrait.no_room`, `Portrait.left_out`), so no
+        caller says "nothing is remembered" of a person whose memories recall still finds."""
         ctx, place = self.ctx, as_place(place)
         if format not in FORMATS:
             raise InvalidArgument("invalid_format")
@@ -194,22 +196,26 @@ class Recall:
         if not isinstance(budget, int) or budget < 0 or not isinstance(floor, int):
             raise InvalidArgument("invalid_portrait")
         with ctx.store.read(place) as tx:
-            chosen = [m for m in tx.list(Filters()) if m.pinned or m.importance >= floor]
+            every = tx.list(Filters())
+        chosen = [m for m in every if m.pinned or m.importance >= floor]
         chosen.sort(key=lambda m: (not m.pinned, -m.last_useful_at.timestamp(), m.id))
 
         def text_of(m: Memory) -> str:
             return ctx.mask(m.text, place) if masked else m.text
 
         kept: builtins.list[Memory] = []
+        no_room: builtins.list[Memory] = []
         rendered = ""
         for memory in chosen:
+            if no_room and not fill:  # cut on a whole memory: none after the first that did not fit
+                no_room.append(memory)
+                continue
             # Measure what is really sent (headers, JSON fields and all): never over the budget.
             attempt = render(format, [*kept, memory], text_of)
             if len(attempt) > budget:
-                if fill:
-                    continue
-                break
+                no_room.append(memory)
+                continue
             kept.append(memory)
             rendered = attempt
         note_reads(ctx, place, READ, [m.id for m in kept])
-        return Portrait(rendered, [m.id for m in kept])
+        return Portrait(rendered, [m.id for m in kept], kept, no_room, len(every) - len(kept))

@@ -9,6 +9,7 @@ and PostgreSQL."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -180,3 +181,28 @@ def test_the_end_of_a_job_cleans_up_after_its_transcript_as_after_a_forget(
         after = conn.execute(text("SELECT vacuum_count FROM pg_stat_user_tables "
                                   "WHERE relname = 'consolidation_jobs'")).scalar_one()
     assert after > before
+
+
+def test_an_unreachable_model_and_a_job_gone_with_its_person_are_said_in_words(
+        make_world: Callable[..., World], sqlite_engine: Any) -> None:
+    """Issue 27: with no model listening, consolidation answers `failed`/`model` and the job tries
+    again: each says in words that the model did not answer, and how many tries are left; once the
+    person is erased, the job's Location says there is no such job (not "no such memory")."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    world = make_world(sqlite_engine, llm=OpenAICompatibleLLM(f"http://127.0.0.1:{port}/v1", "m", retries=0,
+                                                              timeout=2.0))
+    now = world.raw().post(f"{API}/people/ada/consolidate", headers=world.auth(),
+                           json={"transcript": TRANSCRIPT, "ref": "conv-now"}).json
+    assert (now["status"], now["reason"]) == ("failed", "model")
+    assert "did not answer" in now["detail"] and "MEMORY_LLM_BASE_URL" in now["detail"]
+    later = world.raw().post(f"{API}/people/ada/consolidate", headers=world.auth(),
+                             json={"transcript": TRANSCRIPT, "ref": "conv-later", "wait": False})
+    assert world.runtime.service.run_job(later.json["id"]) is not None  # to be tried again
+    job = world.raw().get(later.headers["Location"], headers=world.auth()).json
+    assert (job["state"], job["reason"], job["attempts"], job["max_attempts"]) == ("queued", "model", 1, 5)
+    assert "did not answer" in job["detail"] and "tried again" in job["detail"]
+    world.raw().delete(f"{API}/people/ada", headers=world.auth())
+    gone = world.raw().get(later.headers["Location"], headers=world.auth())
+    assert gone.status_code == 404 and gone.json["detail"] == "no such job for this person"

@@ -249,9 +249,11 @@ def test_accounts_are_listed_disabled_and_removed_and_errors_are_sentences(env: 
 
     listed = run(["user", "list"], env)
     assert listed.returncode == 0
-    lines = sorted(listed.stdout.strip().splitlines())
-    assert [line.split("\t")[:3] + line.split("\t")[4:] for line in lines] == [
-        ["ada@acme.example", "Ada", "member", "active", "never"], ["sam@acme.example", "Sam", "staff", "active", "never"]]
+    header, *lines = listed.stdout.strip().splitlines()
+    assert header.split("\t") == ["e-mail", "name", "role", "tenant", "state", "last sign-in"]
+    assert sorted(line.split("\t") for line in lines) == [  # the tenant by its name, not its id
+        ["ada@acme.example", "Ada", "member", "Acme", "active", "never"],
+        ["sam@acme.example", "Sam", "staff", "Acme", "active", "never"]]
     staff = json.loads(run(["user", "list", "--staff", "--json"], env).stdout)
     assert [a["email"] for a in staff["accounts"]] == ["sam@acme.example"]
 
@@ -276,3 +278,35 @@ def test_accounts_are_listed_disabled_and_removed_and_errors_are_sentences(env: 
     assert nobody.returncode == 1 and json.loads(nobody.stdout)["code"] == "no_account"
     assert run(["user", "remove", "--email", "sam@acme.example"], env).returncode == 0
     assert "sam@acme.example" not in run(["user", "list"], env).stdout
+
+
+def test_import_names_the_person_as_export_does_and_still_takes_the_older_form(env: dict[str, str], tmp_path: Path) -> None:
+    """Issue 27: `export OWNER`, `purge-owner OWNER` and `import OWNER FILE` name the person the same
+    way; `import FILE --owner OWNER`, the form of before, still works."""
+    assert run(["db", "upgrade"], env).returncode == 0 and run(["tenant", "create", "Acme"], env).returncode == 0
+    lines = tmp_path / "notes.txt"
+    lines.write_text("Keeps bees\nGrows basil\n", encoding="utf-8")
+    done = run(["import", "ada", str(lines), "--tenant", "Acme"], env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == 2
+    lines.write_text("Plays the oboe\n", encoding="utf-8")
+    older = run(["import", str(lines), "--owner", "ada", "--tenant", "Acme"], env)
+    assert older.returncode == 0 and json.loads(older.stdout)["added"] == 1, older.stderr
+    exported = json.loads(run(["export", "ada", "--tenant", "Acme"], env).stdout)
+    assert sorted(m["text"] for m in exported["memories"]) == ["Grows basil", "Keeps bees", "Plays the oboe"]
+    confused = run(["import", "ada", str(lines), "--owner", "bob", "--tenant", "Acme"], env)
+    assert confused.returncode == 2 and "either OWNER_ID (before FILE) or --owner" in confused.stderr
+
+
+def test_mcp_over_stdio_without_a_database_url_says_so_and_makes_no_database(env: dict[str, str], tmp_path: Path) -> None:
+    """Issue 27: an assistant starts `memory-portal mcp` in a folder of its own; without
+    MEMORY_DATABASE_URL it must not make an empty database there and then ask for `db upgrade`."""
+    folder = tmp_path / "assistant"
+    folder.mkdir()
+    bare = {k: v for k, v in env.items() if k != "MEMORY_INSTANCE_PATH"}
+    bare["MEMORY_API_KEY"] = "mp_anything"
+    done = subprocess.run([str(BIN), "mcp", "--owner", "ada"], env=bare, cwd=folder, input="", capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode != 0
+    assert "MEMORY_DATABASE_URL" in done.stderr and "db upgrade" not in done.stderr, done.stderr
+    assert list(folder.iterdir()) == []  # no instance folder, no empty database
