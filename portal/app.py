@@ -52,6 +52,7 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     app.register_blueprint(health.bp)
     api_blueprint = api.init_app(app).blueprint
     csrf.exempt(api_blueprint)  # bearer-token JSON API: no cookies, so no CSRF; nothing else is exempt
+    csrf.exempt(api.mem0.bp)  # mem0's routes: the same keys, no cookies either
     for blueprint in (auth.bp, memories.bp, portrait.bp, account.bp, staff.bp, admin.bp):
         app.register_blueprint(blueprint)
     init_throttle(app)

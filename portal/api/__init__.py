@@ -11,7 +11,7 @@ from flask import Blueprint, Flask, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
-from portal.api import memories, meta, people, problems, tools
+from portal.api import mem0, memories, meta, people, problems, tools
 from portal.api.limits import init_limits
 from portal.api.metrics import init_metrics
 from portal.api.registry import Api
@@ -35,7 +35,8 @@ def init_app(app: Flask) -> Api:
     bp, api = build_api()
     app.extensions["api_keys"] = app.extensions["memory_runtime"].api_keys
     app.extensions["api"] = api
-    init_limits(app, bp)
+    compatible = mem0.init_app(app)
+    init_limits(app, bp, compatible)  # one limit per key, whichever API it calls
     init_metrics(app, bp)
     app.register_blueprint(bp)
 
@@ -43,6 +44,8 @@ def init_app(app: Flask) -> Api:
     def routing_error(exc: HTTPException) -> ResponseReturnValue:
         if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
             return problems.http_problem(exc)
+        if mem0.is_mem0_path(request.path):
+            return mem0.as_json(problems.http_problem(exc))
         return exc
 
     app.register_error_handler(405, routing_error)

@@ -10,12 +10,15 @@ from portal.api.problems import ApiProblem
 from portal.domain.apps import app_of
 from portal.services.memory_service import MemoryService
 
+# "Token" is how mem0's clients send a key (portal.api.mem0); both name the same keys.
+SCHEMES = ("bearer", "token")
+
 
 def authenticate(permission: str | None) -> Any:
     """The caller's API key, or a 401; a 403 when it lacks `permission`."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    if scheme.lower() not in SCHEMES or not token.strip():
         raise ApiProblem(401, "unauthorized", "send Authorization: Bearer <key>")
     key = current_app.extensions["api_keys"].verify(token.strip())
     if key is None:

@@ -27,7 +27,7 @@ def _caller() -> str:
     another key's bucket); callers with no valid key share their address's bucket, so junk tokens
     make no counters of their own. The address is a keyed digest: no IP address is stored."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
+    if scheme.lower() in ("bearer", "token") and token.strip():  # as portal.api.auth reads it
         key = current_app.extensions["api_keys"].verify(token.strip())
         if key is not None:
             return f"key:{key.id}"
@@ -59,7 +59,7 @@ def storage_settings(app: Flask) -> tuple[str, dict[str, Any]]:
     return uri, options
 
 
-def init_limits(app: Flask, bp: Blueprint) -> Limiter:
+def init_limits(app: Flask, bp: Blueprint, *more: Blueprint) -> Limiter:
     limit = app.config.get("API_RATE_LIMIT") or os.environ.get("MEMORY_API_RATE_LIMIT", "1200/minute")
     uri, options = storage_settings(app)
     limiter = Limiter(
@@ -75,7 +75,9 @@ def init_limits(app: Flask, bp: Blueprint) -> Limiter:
         header_name_mapping={HeaderNames.RETRY_AFTER: "X-RateLimit-Retry-After"},
     )
     # One limit per key for the whole API, not one per endpoint.
-    limiter.shared_limit(limit, scope="api")(bp)
+    shared = limiter.shared_limit(limit, scope="api")
+    for blueprint in (bp, *more):
+        shared(blueprint)
     app.extensions["portal_limiter"] = limiter  # the portal's sign-in throttle counts in its storage
     return limiter
 

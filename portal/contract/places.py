@@ -106,6 +106,23 @@ class PlacesContract(ContractBase):
         assert other_owner not in set(store.places())
         assert {here, other_scope} <= set(store.places())
 
+    def test_a_memory_named_by_its_id_alone_is_found_in_its_tenant_only(self, store: Store) -> None:
+        """mem0's routes name a memory without its person: the tenant's place holding it, in any
+        state, and never a place of another tenant; gone once the memory is."""
+        here, other_owner, other_scope = self.places3(store)
+        (mine,) = self.add(store, here, "one")
+        (theirs,) = self.add(store, other_owner, "two")
+        (archived,) = self.add(store, here, "three", state="archived")
+        assert store.memory_place(here.scope, mine.id) == here
+        assert store.memory_place(here.scope, theirs.id) == other_owner
+        assert store.memory_place(here.scope, archived.id) == here
+        assert store.memory_place(other_scope.scope, mine.id) is None  # another tenant's
+        assert store.memory_place(here.scope, self.new_id()) is None and store.memory_place(here.scope, "\x00") is None
+        with store.write(here) as tx:
+            tx.remove([mine.id])
+            tx.commit()
+        assert store.memory_place(here.scope, mine.id) is None
+
     # ================================================================== transactions
 
     def test_leaving_a_write_without_commit_keeps_nothing(self, store: Store) -> None:

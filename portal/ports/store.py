@@ -224,6 +224,11 @@ class Store(Protocol):
         The one lookup of a person's rows by another key than the place: a job id is random. An id
         two places hold (keys hold the owner, so nothing refuses it) names neither: None."""
         ...
+    def memory_place(self, scope: str, memory_id: str) -> Place | None:
+        """The place in tenant `scope` holding memory `memory_id`, in any state: for an API that
+        names a memory by its id alone (mem0's). None when no person of the tenant holds it, or when
+        two do (a memory id is random; an id two places hold names neither)."""
+        ...
     def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
         """Ids of jobs queued or running and not written since `before`, oldest first (maintenance)."""
         ...

@@ -16,7 +16,7 @@ from typing import Any
 
 from portal.domain.apps import App, AppSummary, AppUse
 from portal.domain.audit import AuditNote
-from portal.domain.errors import Refused
+from portal.domain.errors import NotFound, Refused
 from portal.domain.imports import Parsed
 from portal.domain.jobs import Job, JobQueue
 from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
@@ -159,6 +159,35 @@ class MemoryService:
 
     def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
         return self.memories.reindex(limit, progress, batch)
+
+    # finding the person when an API names none (mem0's routes)
+    def place_of(self, scope: str, memory_id: str) -> Place:
+        """The place of tenant `scope` holding memory `memory_id`; NotFound when none does."""
+        place = self.store.memory_place(scope, memory_id)
+        if place is None:
+            raise NotFound()
+        return place
+
+    def job_place_of(self, scope: str, job_id: str) -> Place:
+        """The place of tenant `scope` a background job belongs to; NotFound("job") otherwise."""
+        place = self.store.job_place(job_id)
+        if place is None or place.scope != scope:
+            raise NotFound("job")
+        return place
+
+    def people_in(self, scope: str) -> builtins.list[str]:
+        """The owner ids of tenant `scope` with memories this service's app may see (a person who
+        blocked the app is left out), sorted. One read per place of the store: for small tenants."""
+        found: builtins.list[str] = []
+        for place in self.store.places():
+            if place.scope != scope:
+                continue
+            try:
+                if self.count(place):
+                    found.append(place.owner_id)
+            except Refused:  # app_blocked
+                continue
+        return sorted(found)
 
     # reading: portal.services.recall
     def get(self, place: Place, memory_id: str) -> Memory:

@@ -23,6 +23,7 @@ from flask_babel import gettext as _
 from flask_wtf.csrf import CSRFError
 
 from portal.api import PREFIX
+from portal.api.mem0 import is_mem0_path, not_found_here
 from portal.api.problems import problem
 from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, NotFound, Refused
@@ -73,6 +74,8 @@ def under_api() -> bool:
 def not_found(exc: Exception) -> ResponseReturnValue:
     if under_api():
         return problem(404, "not_found")  # every error under /api/ is problem+json, v1 or not
+    if is_mem0_path(request.path):
+        return not_found_here()  # mem0's clients read JSON only
     return render_template("errors/404.html"), 404
 
 

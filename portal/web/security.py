@@ -19,6 +19,7 @@ from flask_babel import Babel, get_locale
 from flask_login import LoginManager, current_user
 from flask_wtf.csrf import CSRFProtect
 
+from portal.api.mem0 import is_mem0_path
 from portal.inputs import is_valid_text
 
 LANGUAGES = ("en", "fr")
@@ -70,8 +71,8 @@ def init_security(app: Flask) -> None:
     def refuse_other_origins() -> ResponseReturnValue | None:
         """A state-changing request from another site is refused even with a valid CSRF token:
         the Origin header (or, without one, the Referer) must be this site when the browser sends
-        it. The JSON API is for servers, with bearer keys, and has no cookies to protect."""
-        if request.method in ("GET", "HEAD", "OPTIONS") or request.path.startswith("/api/"):
+        it. The JSON APIs (ours, mem0's) are for servers, with keys, and have no cookies to protect."""
+        if request.method in ("GET", "HEAD", "OPTIONS") or request.path.startswith("/api/") or is_mem0_path(request.path):
             return None
         sent = request.headers.get("Origin") or request.headers.get("Referer")
         if not sent:

@@ -110,6 +110,8 @@ CROSSINGS = (
       for t in sql_engine.OWNER_TABLE_NAMES),
     Crossing((f"{KEEPING}.job_place",), "SELECT", people("consolidation_jobs"),
              "a background job's place, looked up by the job's id alone (the id is all a worker holds)"),
+    Crossing((f"{KEEPING}.memory_place",), "SELECT", frozenset({("memories", "owner_id")}),
+             "a memory's person within its tenant, looked up by the memory's id alone (mem0's routes name no person)"),
     Crossing((f"{KEEPING}.unfinished_jobs",), "SELECT", people("consolidation_jobs"),
              "the sweep for jobs whose worker died: unfinished jobs not updated since the lease, in every place"),
 )

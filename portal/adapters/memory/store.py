@@ -132,6 +132,11 @@ class InMemoryStore:
         found = [place for place, data in list(self._places.items()) if job_id in data.jobs]
         return found[0] if len(found) == 1 else None
 
+    def memory_place(self, scope: str, memory_id: str) -> Place | None:
+        found = [place for place, data in list(self._places.items())
+                 if place.scope == scope and memory_id in data.memories]
+        return found[0] if len(found) == 1 else None
+
     def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
         found = [job for data in list(self._places.values()) for job in list(data.jobs.values())
                  if job.state in (QUEUED, RUNNING) and job.updated_at < before]

@@ -15,6 +15,7 @@ from sqlalchemy import and_, delete, exists, or_, select, tuple_, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from portal.adapters.sql.statements import could_be_id
 from portal.adapters.sql.tables import app_uses, consolidation_jobs, idempotency_receipts, memories, memory_revisions
 from portal.domain.types import Place
 
@@ -89,6 +90,13 @@ class StoreMaintenance:
         with self.engine.connect() as conn:
             rows = conn.execute(select(j.owner_id, j.scope).where(j.id == job_id).limit(2)).all()
         return Place(rows[0].owner_id, rows[0].scope) if len(rows) == 1 else None
+
+    def memory_place(self, scope: str, memory_id: str) -> Place | None:
+        if not could_be_id(scope) or not could_be_id(memory_id):
+            return None
+        with self.engine.connect() as conn:  # ix_memories_scope_id
+            rows = conn.execute(select(M.owner_id).where(M.scope == scope, M.id == memory_id).limit(2)).all()
+        return Place(rows[0].owner_id, scope) if len(rows) == 1 else None
 
     def unfinished_jobs(self, before: datetime, limit: int) -> builtins.list[str]:
         j = consolidation_jobs.c

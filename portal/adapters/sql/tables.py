@@ -130,6 +130,7 @@ memories = Table(
     Index("ix_memories_place_created", "owner_id", "scope", "created_at", "id"),
     Index("ix_memories_place_words", "owner_id", "scope", "words_key"),
     Index("ix_memories_embedding_model", "embedding_model"),
+    Index("ix_memories_scope_id", "scope", "id"),  # a memory named by its id alone (Store.memory_place)
     PrimaryKeyConstraint("owner_id", "id"),
 )
 

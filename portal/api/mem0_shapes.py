@@ -1,0 +1,174 @@
+"""What mem0's clients send and read, mapped onto ours (the routes are in `portal.api.mem0`).
+
+mem0 names the person `user_id` and lets a request narrow memories by agent, app or run, by
+metadata and categories. Here every memory belongs to one person, who can see and erase it, and
+this server keeps none of the other entities yet: a request that names one (to keep it, or to
+narrow by it) is refused with a clear `detail` rather than answered as if it had been kept or
+matched. Pure functions: no Flask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from portal.api.problems import ApiProblem
+from portal.domain.types import Hit, Memory, Revision
+from portal.inputs import is_valid_id
+
+ENTITIES = ("agent_id", "app_id", "run_id")
+# What mem0's clients send that only says how to answer or how they batch: no data to keep.
+HINTS = frozenset({"version", "output_format", "async_mode", "org_id", "project_id", "rerank", "fields",
+                   "keyword_search", "show_expired", "latest_only", "reference_date"})
+DATE_FIELDS = ("created_at",)
+DATE_OPERATORS = {"gte": "after", "gt": "after", "lte": "before", "lt": "before"}
+
+
+def unsupported(field: str) -> ApiProblem:
+    return ApiProblem(400, "unsupported_field", f"`{field}` is not kept by this server: every memory here is a "
+                                                f"person's (user_id), with no agent, app, run, metadata or categories yet")
+
+
+def check_fields(body: dict[str, Any], allowed: set[str]) -> None:
+    """Refuse a field this server would have to drop (any but `allowed` and the hints) when set."""
+    for name, value in body.items():
+        if name not in allowed and name not in HINTS and value is not None:
+            raise unsupported(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowed:
+    """What mem0 filters ask for, in our terms: one person, and a time window on creation."""
+
+    user_id: str
+    after: datetime | None = None
+    before: datetime | None = None
+
+
+def narrowed(filters: Any, user_id: Any = None) -> Narrowed:
+    """The person and dates of mem0 `filters` (`{"user_id": ...}`, `{"AND": [...]}`, an `OR` whose
+    branches all name the same person, `{"user_id": {"in": [one]}}`, `{"created_at": {"gte": ...}}`),
+    with a top-level `user_id` (an add's). 400 for anything else."""
+    found: dict[str, Any] = {}
+    if user_id is not None:
+        found["user_id"] = _one_person(user_id)
+    if filters is not None:
+        _walk(filters, found)
+    if "user_id" not in found:
+        raise ApiProblem(400, "user_id_required", "every memory here belongs to a person: name them with "
+                                                  "user_id (in filters, or in the body of an add)")
+    return Narrowed(found["user_id"], found.get("after"), found.get("before"))
+
+
+def _walk(filters: Any, found: dict[str, Any]) -> None:
+    if not isinstance(filters, dict):
+        raise ApiProblem(400, "invalid_filters", "filters must be a JSON object")
+    for key, value in filters.items():
+        if key == "AND":
+            for part in _parts(value):
+                _walk(part, found)
+        elif key == "OR":
+            people = set()
+            for part in _parts(value):
+                branch: dict[str, Any] = {}
+                _walk(part, branch)
+                if set(branch) != {"user_id"}:
+                    raise ApiProblem(400, "unsupported_filter", "OR is taken only between names of one person")
+                people.add(branch["user_id"])
+            if len(people) != 1:
+                raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
+            _same(found, "user_id", people.pop())
+        elif key == "user_id":
+            _same(found, "user_id", _one_person(value))
+        elif key in DATE_FIELDS:
+            _dates(key, value, found)
+        else:
+            raise ApiProblem(400, "unsupported_filter", f"filtering by `{key}` is not supported: this server keeps "
+                                                        "each person's memories with their dates, nothing else yet")
+
+
+def _parts(value: Any) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise ApiProblem(400, "invalid_filters", "AND and OR take a non-empty list")
+    return value
+
+
+def _one_person(value: Any) -> str:
+    if isinstance(value, dict):
+        if set(value) == {"eq"}:
+            value = value["eq"]
+        elif set(value) == {"in"} and isinstance(value["in"], list) and len(set(map(str, value["in"]))) == 1:
+            value = value["in"][0]
+        else:
+            raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
+    if not isinstance(value, str) or not is_valid_id(value):
+        raise ApiProblem(400, "invalid_owner", "user_id must be 1 to 200 characters, with no control character, "
+                                               "\"/\" or dot segment")
+    return value
+
+
+def _same(found: dict[str, Any], key: str, value: Any) -> None:
+    if key in found and found[key] != value:
+        raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
+    found[key] = value
+
+
+def _dates(field: str, value: Any, found: dict[str, Any]) -> None:
+    if not isinstance(value, dict) or not value or not set(value) <= set(DATE_OPERATORS):
+        raise ApiProblem(400, "invalid_filters", f"`{field}` takes gte, gt, lte or lt with a date")
+    for operator, given in value.items():
+        try:
+            at = datetime.fromisoformat(str(given).replace("Z", "+00:00"))
+        except ValueError:
+            raise ApiProblem(400, "invalid_filters", f"`{field}.{operator}` is not an ISO date") from None
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        _same(found, DATE_OPERATORS[operator], at)
+
+
+def memory_item(memory: Memory) -> dict[str, Any]:
+    """A memory as mem0's clients read it (get, get_all, update), with our kind and importance."""
+    return {"id": memory.id, "memory": memory.text, "user_id": memory.owner_id, "agent_id": None, "app_id": None,
+            "run_id": None, "metadata": None, "categories": [], "expiration_date": None,
+            "created_at": memory.created_at.isoformat(), "updated_at": memory.updated_at.isoformat(),
+            "kind": memory.kind, "importance": memory.importance, "pinned": memory.pinned}
+
+
+def hit_item(hit: Hit) -> dict[str, Any]:
+    """A recall hit as mem0's search answers it: the memory and its score (0 to 1)."""
+    return {**memory_item(hit.memory), "score": round(min(max(hit.score, 0.0), 1.0), 6), "match": hit.match}
+
+
+def history_items(memory: Memory, revisions: list[Revision]) -> list[dict[str, Any]]:
+    """A memory's kept wordings, oldest first, as mem0's history: the first an ADD, each later one an
+    UPDATE from the wording before it. A wording no longer kept is not there (mem0 keeps them; we
+    never do once the person erased them)."""
+    ordered = sorted(revisions, key=lambda r: r.revision)
+    items: list[dict[str, Any]] = []
+    before: str | None = None
+    for number, revision in enumerate(ordered):
+        at = revision.written_at.isoformat()
+        items.append({"id": f"{memory.id}-{revision.revision}", "memory_id": memory.id, "revision": revision.revision,
+                      "input": [], "old_memory": before, "new_memory": revision.text, "user_id": memory.owner_id,
+                      "event": "ADD" if number == 0 and revision.revision == 1 else "UPDATE",
+                      "categories": [], "metadata": None, "created_at": at, "updated_at": at})
+        before = revision.text
+    return items
+
+
+def messages_of(messages: Any) -> list[dict[str, str]]:
+    """mem0's `messages` (a string, one message or a list of `{role, content}`) as turns."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    elif isinstance(messages, dict):
+        messages = [messages]
+    if not isinstance(messages, list) or not messages:
+        raise ApiProblem(400, "invalid_messages", "messages must be a string or a non-empty list of {role, content}")
+    turns = []
+    for message in messages:
+        if (not isinstance(message, dict) or not isinstance(message.get("content"), str)
+                or message.get("role", "user") not in ("user", "assistant", "system")):
+            raise ApiProblem(400, "invalid_messages", "each message is {role: user|assistant|system, content: text}")
+        turns.append({"role": str(message.get("role", "user")), "text": message["content"]})
+    return turns
