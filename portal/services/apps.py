@@ -103,8 +103,17 @@ class AppTx:
         return self._tx.remove_all()
 
     def purge(self) -> PurgeCounts:
+        """The person's data goes, their decisions stay (as `Privacy.forget_all` keeps them): their
+        pause and what they decided about each app, this one's pause or block included, so an app
+        cannot free itself by erasing what it may take away."""
+        paused, controls = self._tx.settings().paused, self._tx.app_controls()
         self._erased = True  # nothing may name the person in this place afterwards, not even a use
-        return self._tx.purge()
+        counts = self._tx.purge()
+        if paused:
+            self._tx.set_settings(Settings(paused=True))
+        for app_id, state in controls.items():
+            self._tx.set_app_control(app_id, state, self._clock())
+        return counts
 
     def set_state(self, ids: Sequence[str], state: str) -> int:
         self._writing()

@@ -83,10 +83,13 @@ class Privacy:
             paused = tx.settings().paused
             controls = tx.app_controls()
             erased = tx.purge()
-            if paused:
+            # Put back what the purge took (an app's view of the place kept them itself: AppTx.purge).
+            if paused and not tx.settings().paused:
                 tx.set_settings(Settings(paused=True))
+            kept = tx.app_controls()
             for app_id, state in controls.items():  # what the person decided about each app stays too
-                tx.set_app_control(app_id, state, ctx.clock())
+                if kept.get(app_id) != state:
+                    tx.set_app_control(app_id, state, ctx.clock())
             counts = {"memories": erased.memories, "revisions": erased.revisions, "receipts": erased.receipts,
                       "refs": erased.refs}
             if audit is not None:
