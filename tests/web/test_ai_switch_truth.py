@@ -186,7 +186,8 @@ PAUSE_CARD: dict[str, Check] = {
 }
 ADMIN: dict[str, Check] = {
     "With a tenant's AI switched off, nothing is sent to an AI model: memories are saved without a vector and "
-    "recalled by their words, and consolidation and the model tools refuse, saying the AI is switched off.": nothing_is_sent_to_a_model,
+    "recalled by their words, and consolidation and the model tools refuse, saying the AI is switched off.":
+        nothing_is_sent_to_a_model,
     "Apps can still save, correct and erase memories, and people keep every control over theirs.":
         the_person_keeps_every_control,
     "Once the AI is back on, memory-portal reindex gives a vector to the memories saved meanwhile.":
