@@ -57,6 +57,16 @@ def apps_of(keys: Iterable[ApiKey]) -> dict[str, App]:
     return found
 
 
+def app_named(name: str, keys: Iterable[ApiKey]) -> App | None:
+    """The app of these keys (one tenant's keys in use) called `name`, compared as keys' names make
+    one app (case, accents and runs of spaces folded); None when no key of theirs makes it. An app
+    is only ever made by a key: naming one finds it, never creates it."""
+    wanted = fold(" ".join(name.split())) if isinstance(name, str) else ""
+    if not wanted:
+        return None
+    return next((app for app in apps_of(keys).values() if fold(app.name) == wanted), None)
+
+
 @dataclass(frozen=True, slots=True)
 class AppUse:
     """How often one app touched one memory one way on one day (UTC), and when last."""
@@ -120,4 +130,4 @@ def summaries(uses: Iterable[AppUse], controls: dict[str, str], apps: dict[str, 
 
 
 __all__ = ["ACTIONS", "BLOCKED", "CONTROLS", "CORRECTED", "FORGOT", "PAUSED", "READ", "RECALLED", "REMEMBERED", "App",
-           "AppSummary", "AppUse", "app_of", "apps_of", "summaries", "unknown_app", "use_json"]
+           "AppSummary", "AppUse", "app_named", "app_of", "apps_of", "summaries", "unknown_app", "use_json"]

@@ -1,5 +1,13 @@
 """The MCP server over streamable HTTP: one endpoint per person, `/mcp/people/<owner_id>`, as an
-ASGI app (Starlette, served by uvicorn from `memory-portal mcp --http`).
+ASGI app (Starlette, served by uvicorn from `memory-portal mcp --http`); and OpenMemory's URL,
+`/mcp/<client_name>/http/<user_id>`, with OpenMemory's tools (`portal.mcp.openmemory`) and JSON
+answers, for the assistants configured for it.
+
+On OpenMemory's URL `client_name` names the connected app the calls are made as, the one the
+person sees and can pause or block: the key's own app (the key's name), or another app of the
+key's tenant (the name of another of its keys in use), compared as key names make one app (case,
+accents and spaces folded). Anything else, another tenant's app included, is refused 403
+`unknown_app`: a URL never makes an app, nor reaches outside the key's tenant.
 
 Every request is authenticated before the SDK's transport sees it: `Authorization: Bearer <key>`
 (the same hashed API keys as the JSON API; 401 without one or with an unknown or revoked one), the
@@ -40,14 +48,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from portal.adapters.sql.counters import counters_storage
 from portal.bootstrap import Runtime
+from portal.domain.apps import App, app_named, app_of
 from portal.domain.catalog import DEFAULT_LANGUAGE
-from portal.domain.people import LANGUAGES
+from portal.domain.people import LANGUAGES, ApiKey
 from portal.inputs import is_valid_id
+from portal.mcp.openmemory import build_openmemory_server
 from portal.mcp.server import REFUSED, Caller, Context, build_server, caller_for, refused
 
 log = logging.getLogger("portal.mcp")
 
 PATH = "/mcp/people/{owner_id}"
+OPENMEMORY_PATH = "/mcp/{client_name}/http/{user_id}"
 CALLER = "memory_portal.caller"  # the ASGI scope key the endpoint leaves the caller under
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_BODY = 64 * 1024  # as the JSON API's bodies (portal.api.registry.MAX_BODY): a tool call is small
@@ -55,7 +66,7 @@ MAX_BODY = 64 * 1024  # as the JSON API's bodies (portal.api.registry.MAX_BODY):
 
 def http_app(runtime: Runtime, host: str = "127.0.0.1", language: str = DEFAULT_LANGUAGE,
              allowed_hosts: Sequence[str] = ()) -> Starlette:
-    """The ASGI app: the per-person MCP endpoint over `runtime`."""
+    """The ASGI app: the per-person MCP endpoint and OpenMemory's over `runtime`."""
 
     async def resolve(ctx: Context) -> Caller:
         request = ctx.request
@@ -64,32 +75,42 @@ def http_app(runtime: Runtime, host: str = "127.0.0.1", language: str = DEFAULT_
             raise refused("unauthorized")
         return caller
 
+    security = transport_security(host, allowed_hosts)
     manager = StreamableHTTPSessionManager(
-        app=build_server(runtime, resolve), stateless=True, security_settings=transport_security(host, allowed_hosts),
+        app=build_server(runtime, resolve), stateless=True, security_settings=security, max_request_body_size=MAX_BODY,
+    )
+    openmemory = StreamableHTTPSessionManager(  # as OpenMemory served it: stateless, JSON answers
+        app=build_openmemory_server(runtime, resolve), stateless=True, json_response=True, security_settings=security,
         max_request_body_size=MAX_BODY,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
+        async with manager.run(), openmemory.run():
             yield
 
     async def not_here(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         return answer(status, "not_found" if status == 404 else "method_not_allowed", "no such endpoint")
 
-    app = Starlette(routes=[Route(PATH, endpoint=PersonEndpoint(runtime, manager, language, KeyLimit(runtime)))],
+    limit = KeyLimit(runtime)
+    app = Starlette(routes=[Route(PATH, endpoint=PersonEndpoint(runtime, manager, language, limit)),
+                            Route(OPENMEMORY_PATH, endpoint=PersonEndpoint(runtime, openmemory, language, limit,
+                                                                           named_apps=True))],
                     lifespan=lifespan,
                     exception_handlers={404: not_here, 405: not_here})
     return app
 
 
 class PersonEndpoint:
-    """The door of one person's endpoint: checks the owner id and the key of every request, then
-    hands it to the SDK's transport with the caller in its scope."""
+    """The door of one person's endpoint: checks the owner id and the key of every request (and,
+    with `named_apps`, the app the path names), then hands it to the SDK's transport with the
+    caller in its scope."""
 
-    def __init__(self, runtime: Runtime, manager: StreamableHTTPSessionManager, language: str, limit: KeyLimit) -> None:
+    def __init__(self, runtime: Runtime, manager: StreamableHTTPSessionManager, language: str, limit: KeyLimit,
+                 named_apps: bool = False) -> None:
         self.runtime, self.manager, self.language, self.limit = runtime, manager, language, limit
+        self.named_apps = named_apps
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") == "GET":
@@ -97,7 +118,8 @@ class PersonEndpoint:
             await answer(405, "method_not_allowed", "this endpoint takes POST", {"Allow": "POST, DELETE"})(
                 scope, receive, send)
             return
-        owner_id = scope.get("path_params", {}).get("owner_id")
+        params = scope.get("path_params", {})
+        owner_id = params.get("user_id" if self.named_apps else "owner_id")
         if not is_valid_id(owner_id):
             await answer(400, "invalid_owner", "the owner id in the path is not valid")(scope, receive, send)
             return
@@ -115,8 +137,23 @@ class PersonEndpoint:
             await answer(429, "rate_limited", "too many requests for this key", {"Retry-After": str(wait)})(
                 scope, receive, send)
             return
-        caller = caller_for(key, owner_id, chosen_language(headers.get("accept-language"), self.language))
+        app = None
+        if self.named_apps:
+            app = await anyio.to_thread.run_sync(self.app_named, key, params.get("client_name", ""))
+            if app is None:
+                own = app_of(key).name
+                await answer(403, "unknown_app", f"this key's tenant has no app by that name: use this key's app "
+                                                 f"({own!r}) or the name of another key of the tenant")(scope, receive, send)
+                return
+        caller = caller_for(key, owner_id, chosen_language(headers.get("accept-language"), self.language), app)
         await self.manager.handle_request({**scope, CALLER: caller}, receive, send)
+
+    def app_named(self, key: ApiKey, name: str) -> App | None:
+        """The app of the key's tenant called `name`: its own first, then its tenant's keys in use."""
+        mine = app_named(name, [key])
+        if mine is not None:
+            return mine
+        return app_named(name, [k for k in self.runtime.api_keys.list(key.tenant_id) if k.revoked_at is None])
 
 
 class KeyLimit:
@@ -233,4 +270,4 @@ def run_http(runtime: Runtime, host: str, port: int, language: str = DEFAULT_LAN
     uvicorn.Server(config).run()
 
 
-__all__ = ["CALLER", "PATH", "AccessLog", "chosen_language", "http_app", "run_http", "transport_security"]
+__all__ = ["CALLER", "OPENMEMORY_PATH", "PATH", "AccessLog", "chosen_language", "http_app", "run_http", "transport_security"]

@@ -59,7 +59,7 @@ from mcp_types import (
 )
 
 from portal.bootstrap import Runtime
-from portal.domain.apps import app_of
+from portal.domain.apps import App, app_of
 from portal.domain.catalog import DEFAULT_LANGUAGE, has_text
 from portal.domain.catalog import message as catalog_message
 from portal.domain.errors import MemoryServiceError
@@ -104,20 +104,26 @@ REFUSED = INVALID_REQUEST
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is asking, as a transport established it: the key, and the person's place (the owner
-    the transport was given, never a tool argument, in the key's tenant)."""
+    """Who is asking, as a transport established it: the key, the person's place (the owner the
+    transport was given, never a tool argument, in the key's tenant), and the connected app it acts
+    as: the key's own, unless the transport found another app of the key's tenant by its name."""
 
     key: ApiKey
     place: Place
     language: str = DEFAULT_LANGUAGE
+    named_app: App | None = None
+
+    @property
+    def app(self) -> App:
+        return self.named_app or app_of(self.key)
 
 
 Context = ServerRequestContext[Any, Any]
 Resolve = Callable[[Context], Awaitable[Caller]]
 
 
-def caller_for(key: ApiKey, owner_id: str, language: str = DEFAULT_LANGUAGE) -> Caller:
-    return Caller(key, Place(owner_id, key.tenant_id), language)
+def caller_for(key: ApiKey, owner_id: str, language: str = DEFAULT_LANGUAGE, app: App | None = None) -> Caller:
+    return Caller(key, Place(owner_id, key.tenant_id), language, app)
 
 
 def refused(code: str, language: str = DEFAULT_LANGUAGE, sentence: str | None = None) -> MCPError:
@@ -135,17 +141,17 @@ def build_server(runtime: Runtime, resolve: Resolve) -> Server[Any]:
     schemas = handlers.schemas
     return Server(
         "memory-portal",
-        version=_version(),
+        version=server_version(),
         title="Memory portal",
         instructions=INSTRUCTIONS,
         # A static lookup, for the SDK's Mcp-Param header check (it needs no caller).
         get_tool_input_schema=lambda name: schemas[name]["parameters"] if name in schemas else None,
-        on_list_tools=_guarded("tools/list", handlers.list_tools),
-        on_call_tool=_guarded("tools/call", handlers.call_tool),
-        on_list_resources=_guarded("resources/list", handlers.list_resources),
-        on_read_resource=_guarded("resources/read", handlers.read_resource),
-        on_list_prompts=_guarded("prompts/list", handlers.list_prompts),
-        on_get_prompt=_guarded("prompts/get", handlers.get_prompt),
+        on_list_tools=guarded("tools/list", handlers.list_tools),
+        on_call_tool=guarded("tools/call", handlers.call_tool),
+        on_list_resources=guarded("resources/list", handlers.list_resources),
+        on_read_resource=guarded("resources/read", handlers.read_resource),
+        on_list_prompts=guarded("prompts/list", handlers.list_prompts),
+        on_get_prompt=guarded("prompts/get", handlers.get_prompt),
     )
 
 
@@ -158,7 +164,7 @@ class Handlers:
 
     def service_for(self, caller: Caller) -> MemoryService:
         """The service as the caller's app sees it: the person's block or pause obeyed, its uses kept."""
-        return self.runtime.service.for_app(app_of(caller.key))
+        return self.runtime.service.for_app(caller.app)
 
     async def list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         caller = await self.resolve(ctx)
@@ -219,7 +225,7 @@ class Handlers:
             raise refused(exc.code, caller.language) from None
 
 
-def _guarded(method: str, handler: Callable[[Context, Any], Awaitable[Any]]) -> Any:
+def guarded(method: str, handler: Callable[[Context, Any], Awaitable[Any]]) -> Any:
     """The handler, with the service's errors answered by their code and anything unexpected logged
     by its class alone (never its text: it could quote a person's words) as an internal error."""
 
@@ -264,11 +270,12 @@ def _portrait_resource() -> Resource:
                     description=_PORTRAIT_ABOUT, mime_type="text/plain")
 
 
-def _version() -> str:
+def server_version() -> str:
     try:
         return version("memory-portal")
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "0"
 
 
-__all__ = ["NEEDS", "PORTRAIT_PROMPT", "PORTRAIT_URI", "Caller", "Resolve", "build_server", "caller_for", "refused"]
+__all__ = ["NEEDS", "PORTRAIT_PROMPT", "PORTRAIT_URI", "Caller", "Resolve", "build_server", "caller_for", "guarded",
+           "refused", "server_version"]
