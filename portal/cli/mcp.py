@@ -4,8 +4,9 @@ Protocol (Claude Desktop and the like).
 By default it serves one person over stdio, as the assistant's own child process: `--owner` (or
 `MEMORY_OWNER_ID`) names the person, `MEMORY_API_KEY` holds the key, the rest of the configuration
 comes from the environment as for `serve` (`MEMORY_DATABASE_URL`, ...). With `--http` it serves
-streamable HTTP on `--host`/`--port`, one endpoint per person (`/mcp/people/<owner_id>`), each
-request with its own `Authorization: Bearer <key>`.
+streamable HTTP on `--host`/`--port`, one endpoint per person (`/mcp/people/<owner_id>`), and
+OpenMemory's tools at OpenMemory's URL (`/mcp/<client_name>/http/<user_id>`, `portal.mcp.openmemory`),
+each request with its own `Authorization: Bearer <key>`.
 
 Why an ASGI process of its own (uvicorn) rather than a blueprint mounted in the Flask app under
 gunicorn: streamable HTTP answers with server-sent event streams that stay open while a call runs
