@@ -7,6 +7,8 @@ the permissions), the person named by the transport (never by a tool argument), 
 the app's view of the service (`MemoryService.for_app`), the tools run by `run_tool` so refusals
 and their messages are the model tools' own. `server` builds the MCP server for a caller a
 transport resolves; `stdio` and `http` are the two transports (`memory-portal mcp [--http]`).
+`openmemory` serves OpenMemory's five tools at OpenMemory's URL (`/mcp/<client_name>/http/<user_id>`)
+for the assistants configured for it, `client_name` naming an app of the key's tenant.
 """
 
 from portal.mcp.server import PORTRAIT_PROMPT, PORTRAIT_URI, Caller, build_server
