@@ -71,15 +71,20 @@ def current_runtime(check_keys: bool = True) -> Runtime:
     (`check_keys=False`: without the encryption keys check, for `rotate-keys` alone)."""
     # In the invocation's `meta` (shared by every context of one command line), not in `obj`:
     # under flask, `obj` is flask's own ScriptInfo.
-    meta = click.get_current_context().meta
+    ctx = click.get_current_context()
+    meta = ctx.meta
     if "memory_runtime" not in meta:
         try:
             meta["memory_runtime"] = current_app.extensions["memory_runtime"]
         except RuntimeError:  # no app context: the console script
             try:
-                meta["memory_runtime"] = build_runtime(load_config(), check_keys=check_keys)
+                built = build_runtime(load_config(), check_keys=check_keys)
             except ConfigError as exc:
                 raise click.ClickException(str(exc)) from None
+            # Closed (its connections, the queue's) when the command line ends, not when the process
+            # does: a caller that lives on (click's test runner, a script calling `main`) keeps none.
+            ctx.find_root().call_on_close(built.dispose)
+            meta["memory_runtime"] = built
     found: Runtime = meta["memory_runtime"]
     return found
 

@@ -1,4 +1,6 @@
-"""The `memory-portal` command line, run as a person would run it: a real process, a real database."""
+"""The `memory-portal` command line, run as a person would run it, on a real database: most
+commands in this process through click's runner (tests/cli/runner.py), and the installed console
+script in a real process where that is the point (it starts, `serve`, `flask --app portal`, `mcp`)."""
 
 from __future__ import annotations
 
@@ -22,13 +24,7 @@ from portal.adapters.sql.store import SqlStore
 from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
 
-BIN = Path(sys.executable).parent / "memory-portal"
-
-
-def run(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN), *args], env=env, input=stdin, capture_output=True, text=True, timeout=120, check=False
-    )
+from .runner import BIN, run, run_console_script
 
 
 @pytest.fixture
@@ -117,6 +113,7 @@ def test_api_key_is_printed_once_listed_without_its_secret_and_revocable(env: di
     assert bare.returncode != 0 and bare.stdout == "" and "--permission" in bare.stderr
 
 
+@pytest.mark.usefixtures("cheap_password_hashes")
 def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     demo = run(["demo"], env)
     assert demo.returncode == 0, demo.stderr
@@ -180,7 +177,8 @@ def test_bad_configuration_stops_with_the_variable_named(env: dict[str, str]) ->
     bad = run(["db", "upgrade"], {**env, "MEMORY_EMBEDDER": "gpu"})
     assert bad.returncode != 0
     assert "MEMORY_EMBEDDER" in bad.stderr
-    prod = run(["serve"], {**env, "MEMORY_ENV": "production"})
+    # A real process: were the check missing, `serve` would start a server (in this process, for good).
+    prod = run_console_script(["serve"], {**env, "MEMORY_ENV": "production"})
     assert prod.returncode != 0 and "MEMORY_SECRET_KEY" in prod.stderr
 
 
@@ -231,6 +229,7 @@ def test_commands_work_and_a_service_error_is_one_line_under_either_command(env:
     assert "Error: No person was given." in answer.stderr and "Traceback" not in answer.stderr
 
 
+@pytest.mark.usefixtures("cheap_password_hashes")
 def test_accounts_are_listed_disabled_and_removed_and_errors_are_sentences(env: dict[str, str]) -> None:
     assert run(["db", "upgrade"], env).returncode == 0
     assert run(["tenant", "create", "Acme"], env).returncode == 0

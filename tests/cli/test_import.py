@@ -1,46 +1,93 @@
-"""`memory-portal import FILE` with a forged or damaged file, as an operator runs it (a real
-process), on SQLite and on PostgreSQL: every file gets a sentence or counts by code, never a
-traceback, and the memories it may keep are kept as any write would keep them."""
+"""`memory-portal import FILE` with a forged or damaged file, as an operator runs it, on SQLite and
+on PostgreSQL: every file gets a sentence or counts by code, never a traceback, and the memories it
+may keep are kept as any write would keep them. The commands run in this process through click's
+runner (tests/cli/runner.py: the console script's own entry point, a traceback still shows)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import shutil
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from portal.adapters.cipher import generate_key
+from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.janitor import settle_all
 
-BIN = Path(sys.executable).parent / "memory-portal"
+from .runner import Ran, run
+
+SETUP = ((["db", "upgrade"], None), (["tenant", "create", "Acme"], None),
+         (["user", "create", "--email", "bob@example.com", "--name", "Bob Durand", "--tenant", "Acme",
+           "--role", "member", "--password-stdin"], "correct horse battery\n"))
 
 
-def run(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN), *args], env=env, input=stdin, capture_output=True, text=True, timeout=120,
-                          check=False)
+def create_database(server_url: str, name: str, template: str | None = None) -> str:
+    admin = make_engine(server_url)
+    try:
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
+    finally:
+        admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    """An operator's shell on a migrated database with the tenant Acme and Bob Durand's account."""
+def drop_database(server_url: str, name: str) -> None:
+    settle_all(30)  # an erasure's VACUUM may still be running on it
+    admin = make_engine(server_url)
+    try:
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def prepared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """An operator's shell on a database the commands migrated, with the tenant Acme and Bob Durand's
+    account: made once for each store; every test works on a copy of it (`env`)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    base.update(MEMORY_INSTANCE_PATH=str(tmp_path / "instance"), MEMORY_EMBEDDER="none")
-    if request.param == "postgres":
-        engine = request.getfixturevalue("pg_engine")
-        base.update(MEMORY_DATABASE_URL=engine.url.render_as_string(hide_password=False),
-                    MEMORY_ENCRYPTION_KEYS=generate_key())
-    for args, stdin in ((["db", "upgrade"], None), (["tenant", "create", "Acme"], None),
-                        (["user", "create", "--email", "bob@example.com", "--name", "Bob Durand", "--tenant", "Acme",
-                          "--role", "member", "--password-stdin"], "correct horse battery\n")):
-        done = run(args, base, stdin)
-        assert done.returncode == 0, done.stderr
-    return base
+    base.update(MEMORY_INSTANCE_PATH=str(tmp_path_factory.mktemp("prepared") / "instance"), MEMORY_EMBEDDER="none")
+    server = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    name = f"template_{uuid.uuid4().hex[:16]}"
+    if server is not None:
+        base.update(MEMORY_DATABASE_URL=create_database(server, name), MEMORY_ENCRYPTION_KEYS=generate_key())
+    try:
+        for args, stdin in SETUP:
+            done = run(args, base, stdin)
+            assert done.returncode == 0, done.stderr
+        yield base
+    finally:
+        if server is not None:
+            drop_database(server, name)
 
 
-def import_file(env: dict[str, str], tmp_path: Path, content: Any, *flags: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def env(request: pytest.FixtureRequest, prepared: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A copy of the prepared shell: its instance folder, and on PostgreSQL its database (a
+    database made from the prepared one as template)."""
+    copy = {**prepared, "MEMORY_INSTANCE_PATH": str(tmp_path / "instance")}
+    if Path(prepared["MEMORY_INSTANCE_PATH"]).exists():  # on PostgreSQL with its keys given, nothing is kept there
+        shutil.copytree(prepared["MEMORY_INSTANCE_PATH"], copy["MEMORY_INSTANCE_PATH"])
+    if "MEMORY_DATABASE_URL" not in prepared:
+        yield copy
+        return
+    server = request.getfixturevalue("postgres_url")
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    copy["MEMORY_DATABASE_URL"] = create_database(server, name, template=make_url(prepared["MEMORY_DATABASE_URL"]).database)
+    try:
+        yield copy
+    finally:
+        drop_database(server, name)
+
+
+def import_file(env: dict[str, str], tmp_path: Path, content: Any, *flags: str) -> Ran:
     path = tmp_path / "memories.json"
     path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
     return run(["import", str(path), "--owner", "ada", "--tenant", "Acme", *flags], env)
