@@ -11,8 +11,9 @@ from flask import Blueprint, Flask, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
-from portal.api import mem0, memories, meta, people, problems, tools
+from portal.api import mem0, mem0_memory, memories, meta, people, problems, tools
 from portal.api.limits import init_limits
+from portal.api.mem0_base import as_json, is_mem0_path
 from portal.api.metrics import init_metrics
 from portal.api.registry import Api
 
@@ -35,7 +36,8 @@ def init_app(app: Flask) -> Api:
     bp, api = build_api()
     app.extensions["api_keys"] = app.extensions["memory_runtime"].api_keys
     app.extensions["api"] = api
-    compatible = mem0.init_app(app)
+    compatible = mem0.init_app(app)  # with mem0_memory's routes, which join the same blueprint
+    assert mem0_memory.bp is compatible
     init_limits(app, bp, compatible)  # one limit per key, whichever API it calls
     init_metrics(app, bp)
     app.register_blueprint(bp)
@@ -44,8 +46,8 @@ def init_app(app: Flask) -> Api:
     def routing_error(exc: HTTPException) -> ResponseReturnValue:
         if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
             return problems.http_problem(exc)
-        if mem0.is_mem0_path(request.path):
-            return mem0.as_json(problems.http_problem(exc))
+        if is_mem0_path(request.path):
+            return as_json(problems.http_problem(exc))
         return exc
 
     app.register_error_handler(405, routing_error)

@@ -1,10 +1,10 @@
 """What mem0's clients send and read, mapped onto ours (the routes are in `portal.api.mem0`).
 
-mem0 names the person `user_id` and lets a request narrow memories by agent, app or run, by
-metadata and categories. Here every memory belongs to one person, who can see and erase it, and
-this server keeps none of the other entities yet: a request that names one (to keep it, or to
-narrow by it) is refused with a clear `detail` rather than answered as if it had been kept or
-matched. Pure functions: no Flask.
+mem0 names the person `user_id`; here every memory belongs to one person, who can see and erase
+it, so a request without one is refused. The agent, app and run ids, metadata, categories,
+expiration date and timestamp are kept with the memory (portal.domain.attributes) and narrow a
+search, a listing or a deletion. A field this server does not take is refused with a clear
+`detail`, never dropped. Pure functions: no Flask.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from portal.api.problems import ApiProblem
+from portal.domain.attributes import ENTITY_NAMES, NAMES
 from portal.domain.types import Hit, Memory, Revision
 from portal.inputs import is_valid_id
 
-ENTITIES = ("agent_id", "app_id", "run_id")
 # What mem0's clients send that only says how to answer or how they batch: no data to keep.
 HINTS = frozenset({"version", "output_format", "async_mode", "org_id", "project_id", "rerank", "fields",
                    "keyword_search", "show_expired", "latest_only", "reference_date"})
@@ -26,8 +26,7 @@ DATE_OPERATORS = {"gte": "after", "gt": "after", "lte": "before", "lt": "before"
 
 
 def unsupported(field: str) -> ApiProblem:
-    return ApiProblem(400, "unsupported_field", f"`{field}` is not kept by this server: every memory here is a "
-                                                f"person's (user_id), with no agent, app, run, metadata or categories yet")
+    return ApiProblem(400, "unsupported_field", f"this server does not take `{field}`")
 
 
 def check_fields(body: dict[str, Any], allowed: set[str]) -> None:
@@ -39,11 +38,13 @@ def check_fields(body: dict[str, Any], allowed: set[str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Narrowed:
-    """What mem0 filters ask for, in our terms: one person, and a time window on creation."""
+    """What mem0 filters ask for, in our terms: one person, a time window on creation, and what
+    the memories must carry (portal.domain.attributes.matches)."""
 
     user_id: str
     after: datetime | None = None
     before: datetime | None = None
+    wanted: dict[str, Any] | None = None
 
 
 def narrowed(filters: Any, user_id: Any = None) -> Narrowed:
@@ -58,7 +59,16 @@ def narrowed(filters: Any, user_id: Any = None) -> Narrowed:
     if "user_id" not in found:
         raise ApiProblem(400, "user_id_required", "every memory here belongs to a person: name them with "
                                                   "user_id (in filters, or in the body of an add)")
-    return Narrowed(found["user_id"], found.get("after"), found.get("before"))
+    wanted = {k: v for k, v in found.items() if k in NAMES}
+    return Narrowed(found["user_id"], found.get("after"), found.get("before"), wanted or None)
+
+
+def attributes_of(body: dict[str, Any], filters: Any = None) -> dict[str, Any] | None:
+    """What an add keeps with its memories: the fields it names, the entity ids also in `filters`."""
+    given = {name: body.get(name) for name in NAMES if body.get(name) is not None}
+    if isinstance(filters, dict):
+        given.update({name: filters[name] for name in ENTITY_NAMES if filters.get(name) is not None})
+    return given or None
 
 
 def _walk(filters: Any, found: dict[str, Any]) -> None:
@@ -81,11 +91,18 @@ def _walk(filters: Any, found: dict[str, Any]) -> None:
             _same(found, "user_id", people.pop())
         elif key == "user_id":
             _same(found, "user_id", _one_person(value))
+        elif key in ENTITY_NAMES:
+            _same(found, key, _one_person(value, key))
+        elif key == "categories":
+            _same(found, key, _categories(value))
+        elif key == "metadata":
+            if not isinstance(value, dict) or not value:
+                raise ApiProblem(400, "invalid_filters", "metadata takes an object of values to equal")
+            found[key] = {**found.get(key, {}), **value}  # AND of metadata conditions: all hold
         elif key in DATE_FIELDS:
             _dates(key, value, found)
         else:
-            raise ApiProblem(400, "unsupported_filter", f"filtering by `{key}` is not supported: this server keeps "
-                                                        "each person's memories with their dates, nothing else yet")
+            raise ApiProblem(400, "unsupported_filter", f"filtering by `{key}` is not supported")
 
 
 def _parts(value: Any) -> list[Any]:
@@ -94,18 +111,31 @@ def _parts(value: Any) -> list[Any]:
     return value
 
 
-def _one_person(value: Any) -> str:
+def _one_person(value: Any, name: str = "user_id") -> str:
+    """One id (`x`, `{"eq": x}`, `{"in": [x]}`): a person, or an agent, app or run."""
     if isinstance(value, dict):
         if set(value) == {"eq"}:
             value = value["eq"]
         elif set(value) == {"in"} and isinstance(value["in"], list) and len(set(map(str, value["in"]))) == 1:
             value = value["in"][0]
         else:
-            raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
+            raise ApiProblem(400, "one_person", f"one {name} per request")
+    if value == "*":  # mem0's "every one": here people are erased and read one by one
+        raise ApiProblem(400, "one_person", f"one {name} per request: this server has no wildcard")
     if not isinstance(value, str) or not is_valid_id(value):
-        raise ApiProblem(400, "invalid_owner", "user_id must be 1 to 200 characters, with no control character, "
-                                               "\"/\" or dot segment")
+        raise ApiProblem(400, "invalid_owner" if name == "user_id" else "invalid_filters",
+                         f"{name} must be 1 to 200 characters, with no control character, \"/\" or dot segment")
     return value
+
+
+def _categories(value: Any) -> list[str]:
+    """`"a"`, `["a", "b"]`, `{"in": [...]}` or `{"contains": "a"}`: memories carrying each one."""
+    if isinstance(value, dict) and len(value) == 1:
+        value = next(iter(value.values()))
+    listed = [value] if isinstance(value, str) else value
+    if not isinstance(listed, list) or not listed or not all(isinstance(c, str) for c in listed):
+        raise ApiProblem(400, "invalid_filters", "categories takes a name or a list of names")
+    return listed
 
 
 def _same(found: dict[str, Any], key: str, value: Any) -> None:
@@ -124,15 +154,20 @@ def _dates(field: str, value: Any, found: dict[str, Any]) -> None:
             raise ApiProblem(400, "invalid_filters", f"`{field}.{operator}` is not an ISO date") from None
         if at.tzinfo is None:
             at = at.replace(tzinfo=UTC)
-        _same(found, DATE_OPERATORS[operator], at)
+        if DATE_OPERATORS[operator] in found and found[DATE_OPERATORS[operator]] != at:
+            raise ApiProblem(400, "invalid_filters", f"two different bounds for `{field}`")
+        found[DATE_OPERATORS[operator]] = at
 
 
 def memory_item(memory: Memory) -> dict[str, Any]:
     """A memory as mem0's clients read it (get, get_all, update), with our kind and importance."""
-    return {"id": memory.id, "memory": memory.text, "user_id": memory.owner_id, "agent_id": None, "app_id": None,
-            "run_id": None, "metadata": None, "categories": [], "expiration_date": None,
-            "created_at": memory.created_at.isoformat(), "updated_at": memory.updated_at.isoformat(),
-            "kind": memory.kind, "importance": memory.importance, "pinned": memory.pinned}
+    kept = memory.attributes or {}
+    return {"id": memory.id, "memory": memory.text, "user_id": memory.owner_id,
+            **{name: kept.get(name) for name in ENTITY_NAMES}, "metadata": kept.get("metadata"),
+            "categories": kept.get("categories", []), "expiration_date": kept.get("expiration_date"),
+            "timestamp": kept.get("timestamp"), "created_at": memory.created_at.isoformat(),
+            "updated_at": memory.updated_at.isoformat(), "kind": memory.kind, "importance": memory.importance,
+            "pinned": memory.pinned}
 
 
 def hit_item(hit: Hit) -> dict[str, Any]:

@@ -67,6 +67,9 @@ class MemoryOut(BaseModel):
     updated_at: datetime
     last_used_at: datetime | None
     has_vector: bool
+    attributes: dict[str, Any] | None = Field(None, description=(
+        "what the host keeps with the memory besides its words (agent_id, app_id, run_id, metadata, categories, "
+        "expiration_date, timestamp: mem0's fields), or null"))
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:

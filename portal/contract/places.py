@@ -29,6 +29,8 @@ class PlacesContract(ContractBase):
             last_used_at=self.at(3.5), last_op="replace", embedding=self.embedding(0.5, -0.25, 1.0),
             sources=(Source("consolidation", "conv-7", (0, 3)), Source("api")),
             created_at=self.at(1.000123), updated_at=self.at(2.000456),
+            attributes={"agent_id": "bot-7", "metadata": {"topic": "code", "nested": {"n": [1, 2.5, None, True]}},
+                        "categories": ["work", "préférences"], "expiration_date": "2030-01-31", "timestamp": 1700000000},
         )
         with store.write(here) as tx:
             assert tx.get(want.id) is None
@@ -41,6 +43,39 @@ class PlacesContract(ContractBase):
             assert got is not None and got.place == here
             assert got.created_at.utcoffset() == timedelta(0)
             self.assert_same(tx.list(Filters(state=None))[0], want)
+
+    def test_the_people_of_a_tenant_are_listed_without_those_who_blocked_an_app(self, store: Store) -> None:
+        here, other_owner, other_scope = self.places3(store)
+        for place in (here, other_owner, other_scope):
+            self.add(store, place, "one")
+        assert store.people(here.scope) == sorted([here.owner_id, other_owner.owner_id])
+        with store.write(other_owner) as tx:
+            tx.set_app_control("app-1", "blocked", self.at(1))
+            tx.commit()
+        assert store.people(here.scope, hidden_from="app-1") == [here.owner_id]
+        assert store.people(here.scope, hidden_from="app-2") == sorted([here.owner_id, other_owner.owner_id])
+        assert store.people("\x00") == [] and store.people(self.new_id()) == []
+        store.purge_owner(here.owner_id)
+        assert store.people(here.scope) == [other_owner.owner_id]
+
+    def test_what_is_kept_with_a_memory_changes_with_it_and_none_stays_none(self, store: Store) -> None:
+        here = self.place(store)
+        (plain,) = self.add(store, here, "no attributes")
+
+        def kept() -> object:
+            got = self.read(store, here, plain.id)
+            assert got is not None
+            return got.attributes
+
+        assert kept() is None
+        with store.write(here) as tx:
+            assert tx.save(plain.copy(attributes={"run_id": "r-1"}), plain.revision)
+            tx.commit()
+        assert kept() == {"run_id": "r-1"}
+        with store.write(here) as tx:
+            assert tx.save(plain.copy(attributes=None), plain.revision)
+            tx.commit()
+        assert kept() is None
 
     def test_nothing_crosses_to_another_owner_or_scope(self, store: Store) -> None:
         here, other_owner, other_scope = self.places3(store)

@@ -86,9 +86,12 @@ _EN: dict[str, Entry] = {
     "refused.user_id_required": "Every memory belongs to a person: name them with user_id.",
     "refused.one_person": "A request reads or changes one person's memories: give one user_id.",
     "refused.invalid_filters": "These filters cannot be read: user_id, AND, OR, in, and dates with gte, gt, lte or lt.",
-    "refused.unsupported_filter": "Memories here are filtered by person and by date only.",
-    "refused.unsupported_field": "This server keeps a person's memories without agent, app, run, metadata or categories yet.",
+    "refused.unsupported_filter": "Memories are filtered by person, agent, app, run, categories, metadata and date only.",
+    "refused.unsupported_field": "This server does not take this field (the request names it in its detail).",
+    "refused.invalid_attributes": ("What is kept with a memory is too large or malformed (ids, metadata up to 2 KB, "
+                                   "20 categories, a date)."),
     "refused.invalid_messages": "messages is a text or a list of {role, content}.",
+    "refused.too_many_messages": "An add takes at most 100 messages: send the conversation in parts.",
     # why a consolidation did not learn (its `reason`), said to the host that sent it
     "consolidation.model": "The model did not answer: is it running, and does MEMORY_LLM_BASE_URL point at it?",
     "consolidation.unreadable": "The model's answer could not be read as facts.",
@@ -194,9 +197,13 @@ _FR: dict[str, Entry] = {
     "refused.user_id_required": "Chaque souvenir appartient à une personne : nommez-la avec user_id.",
     "refused.one_person": "Une demande lit ou change les souvenirs d'une seule personne : donnez un seul user_id.",
     "refused.invalid_filters": "Ces filtres sont illisibles : user_id, AND, OR, in, et des dates avec gte, gt, lte ou lt.",
-    "refused.unsupported_filter": "Les souvenirs se filtrent ici par personne et par date seulement.",
-    "refused.unsupported_field": "Ce serveur garde les souvenirs d'une personne sans agent, app, run, métadonnées ni catégories pour l'instant.",
+    "refused.unsupported_filter": ("Les souvenirs se filtrent par personne, agent, app, run, catégories, métadonnées et "
+                                   "date seulement."),
+    "refused.unsupported_field": "Ce serveur ne prend pas ce champ (la réponse le nomme en détail).",
+    "refused.invalid_attributes": ("Ce qui accompagne un souvenir est trop grand ou mal formé (ids, métadonnées jusqu'à "
+                                   "2 Ko, 20 catégories, une date)."),
     "refused.invalid_messages": "messages est un texte ou une liste de {role, content}.",
+    "refused.too_many_messages": "Un ajout prend au plus 100 messages : envoyez la conversation en plusieurs fois.",
     "consolidation.model": "Le modèle n'a pas répondu : tourne-t-il, et MEMORY_LLM_BASE_URL pointe-t-elle vers lui ?",
     "consolidation.unreadable": "La réponse du modèle n'a pas pu être lue comme des faits.",
     "consolidation.cut": "La réponse du modèle s'est arrêtée à mi-chemin : les faits entiers d'avant la coupure ont été gardés.",

@@ -116,6 +116,9 @@ class Memory:
     embedding: Embedding | None = None
     last_op: str = "create"
     words_key: str = ""
+    # What a host keeps with it besides its words (portal.domain.attributes): agent, app and run
+    # ids, metadata, categories, an expiration date, when it was said. None: nothing.
+    attributes: dict[str, Any] | None = None
 
     @property
     def place(self) -> Place:
@@ -151,6 +154,7 @@ class Memory:
             "updated_at": iso(self.updated_at),
             "last_used_at": iso(self.last_used_at) if self.last_used_at else None,
             "has_vector": self.has_vector,
+            "attributes": self.attributes,
         }
 
 

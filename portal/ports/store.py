@@ -224,6 +224,11 @@ class Store(Protocol):
         The one lookup of a person's rows by another key than the place: a job id is random. An id
         two places hold (keys hold the owner, so nothing refuses it) names neither: None."""
         ...
+    def people(self, scope: str, hidden_from: str | None = None) -> builtins.list[str]:
+        """The owner ids of tenant `scope` holding memories (active or archived), sorted; with
+        `hidden_from` (an app id), not those who blocked that app. For an API that lists people
+        (mem0's `users()`): one statement, whatever the number of people."""
+        ...
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         """The place in tenant `scope` holding memory `memory_id`, in any state: for an API that
         names a memory by its id alone (mem0's). None when no person of the tenant holds it, or when

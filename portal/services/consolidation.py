@@ -74,8 +74,10 @@ class Consolidation:
         role: str | None = None,
         person_name: str | None = None,
         language: str | None = None,
+        attributes: Any = None,
     ) -> ConsolidationResult:
-        """Learn from a finished conversation, once per `ref`. Never raises.
+        """Learn from a finished conversation, once per `ref`. Never raises. `attributes` go with
+        each memory it adds (portal.domain.attributes; a host's agent, run, metadata...).
 
         Statuses: done, already (this ref was consolidated), paused (marked done, nothing learnt,
         even after resume), empty (nothing to read), unavailable (no model, or the AI is off:
@@ -105,7 +107,7 @@ class Consolidation:
                 log.info("consolidate.paused place=%s", _pid(place))
                 return ConsolidationResult("paused")
             with Renewing(lambda: self._renew(place, ref, holder), lease / 3, "ref"):
-                result = self._learn(place, shown, ref, role, person_name, language, holder)
+                result = self._learn(place, shown, ref, role, person_name, language, holder, attributes)
         except Exception as exc:  # the promise is "never raises": classify, release, report
             if isinstance(exc, Refused) and exc.code == "app_blocked":  # blocked since the check above
                 raise
@@ -149,7 +151,7 @@ class Consolidation:
 
     def _learn(
         self, place: Place, shown: list[Message], ref: str, role: str | None,
-        person_name: str | None, language: str | None, holder: str,
+        person_name: str | None, language: str | None, holder: str, attributes: Any = None,
     ) -> ConsolidationResult:
         with self.ctx.store.read(place) as tx:
             known = tx.list(Filters())
@@ -168,14 +170,14 @@ class Consolidation:
             return ConsolidationResult("failed", reason="unreadable")
         if extraction.cut and not extraction.facts and not extraction.corrections:
             return ConsolidationResult("failed", reason="cut")
-        result = self._apply(place, extraction, known, shown, ref, role, person_name, holder)
+        result = self._apply(place, extraction, known, shown, ref, role, person_name, holder, attributes)
         if extraction.cut and result.reason is None:
             result.reason = "cut"
         return result
 
     def _apply(
         self, place: Place, extraction: Extraction, known: list[Memory], shown: list[Message],
-        ref: str, role: str | None, person_name: str | None, holder: str,
+        ref: str, role: str | None, person_name: str | None, holder: str, attributes: Any = None,
     ) -> ConsolidationResult:
         """Write what the model proposed, each write on its own and each only while this request
         still holds the conversation's claim (checked inside the write: an erasure of the person,
@@ -206,7 +208,7 @@ class Consolidation:
             outcome = _attempt(result, place, partial(
                 self.memories.remember, place, fact.text, kind=fact.kind, importance=fact.importance, role=role,
                 explicit=is_explicit_fact(fact, shown), origin="inferred", sources=(source,), channel="background",
-                person_name=person_name, holding=holding,
+                person_name=person_name, holding=holding, attributes=attributes,
             ))
             if outcome is None:
                 continue

@@ -18,6 +18,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from portal.domain.attributes import checked_attributes
 from portal.domain.errors import NotFound, Refused
 from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING, Job, JobQueue, content_free
 from portal.domain.types import Place, as_place
@@ -42,9 +43,9 @@ class Jobs:
     # ---------------------------------------------------------------- the host's side
 
     def submit(self, place: Place, transcript: Any, ref: Any, role: str | None = None, person_name: str | None = None,
-               language: str | None = None) -> Job:
+               language: str | None = None, attributes: Any = None) -> Job:
         """Keep a conversation to be learnt in the background and wake a worker; answers the job
-        (`queued`). Refused: `invalid_ref`, `invalid_transcript`, `app_blocked`, `ai_disabled`; `queue_unavailable`
+        (`queued`). Refused: `invalid_ref`, `invalid_transcript`, `app_blocked`, `ai_disabled`, `paused`; `queue_unavailable`
         when no queue is configured (the host answers synchronously then)."""
         ctx, place = self.ctx, as_place(place)
         ctx.admit(place)
@@ -56,11 +57,15 @@ class Jobs:
             raise Refused("invalid_ref")
         if read_transcript(transcript) is None:
             raise Refused("invalid_transcript")
+        attributes = checked_attributes(attributes)  # refused now, not when the worker runs it
         now = ctx.clock()
         job = Job(ctx.id_factory(), place.owner_id, place.scope, ref, QUEUED, 0, now, now,
                   app_id=ctx.app.id if ctx.app else None,
-                  work={"transcript": transcript, "role": role, "person_name": person_name, "language": language})
+                  work={"transcript": transcript, "role": role, "person_name": person_name, "language": language,
+                        "attributes": attributes})
         with ctx.store.write(place) as tx:
+            if tx.settings().paused:  # the person, or the app (AppTx): nothing of the conversation is kept
+                raise Refused("paused")
             tx.put_job(job)
             tx.commit()
         ctx.queue.enqueue(job.id)
@@ -121,7 +126,7 @@ class Jobs:
         try:
             result = self.service_for(job.app_id).consolidate(
                 place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
-                language=work.get("language"))
+                language=work.get("language"), attributes=work.get("attributes"))
             outcome, reason = result.to_json(), result.reason if result.status == "failed" else None
             summary = (result.summary or "")[:SUMMARY_MAX] or None
         except Refused as refused:  # the person blocked the app since: it will not run

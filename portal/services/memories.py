@@ -8,10 +8,11 @@ before it, never while the place's lock is held. Refusals are raised (`Refused`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from portal.domain.attributes import checked_attributes, merged_attributes
 from portal.domain.errors import Conflict, NotFound, Refused
 from portal.domain.text import words_key
 from portal.domain.types import CHANNELS, ORIGINS, Embedding, Holding, Memory, Place, Saved, Source, as_place
@@ -58,7 +59,7 @@ class Memories:
         self, place: Place, texts: Sequence[Any], kind: Any = None, importance: Any = None, role: str | None = None,
         explicit: bool = False, origin: str = "asserted", on_duplicate: str | None = None,
         sources: Sequence[Source] = (), pinned: bool = False, channel: str = "foreground",
-        person_name: str | None = None, holding: Holding | None = None,
+        person_name: str | None = None, holding: Holding | None = None, attributes: Mapping[str, Any] | None = None,
     ) -> list[Saved | Refused]:
         """`remember` for several texts at once, in order, with the same settings: one call to the
         embedder for all of them and one transaction. Each text gets its own answer (a Saved, or the
@@ -67,8 +68,13 @@ class Memories:
         consolidation's claim on its conversation), nothing is kept unless the claim is still held,
         checked in the write itself (`erased`: the person's data was erased while the model
         thought), and a text repeating a memory the model was shown and the person forgot since is
-        `forgotten`."""
+        `forgotten`. `attributes` (portal.domain.attributes) go with every new memory, checked
+        first (Refused `invalid_attributes`); a duplicate met keeps its own."""
         ctx, place = self.ctx, as_place(place)
+        try:
+            kept_attributes = checked_attributes(attributes)
+        except Refused as refused:
+            return [refused for _ in texts]
         if origin not in ORIGINS or channel not in CHANNELS:
             raise ValueError("origin or channel out of range")
         if isinstance(texts, str) or not isinstance(texts, Sequence):
@@ -100,7 +106,7 @@ class Memories:
                     results.append(Refused("forgotten"))  # the person forgot it while the model thought
                     continue
                 results.append(self._keep(tx, place, new, embedding, mode, origin, tuple(sources), pinned, channel,
-                                          role, kind is not None, importance is not None))
+                                          role, kind is not None, importance is not None, kept_attributes))
             tx.commit()
         for result in results:
             if isinstance(result, Saved):
@@ -110,7 +116,7 @@ class Memories:
     def _keep(
         self, tx: StoreTx, place: Place, new: Draft, embedding: Embedding | None, mode: str, origin: str,
         sources: tuple[Source, ...], pinned: bool, channel: str, role: str | None, kind_given: bool,
-        importance_given: bool,
+        importance_given: bool, attributes: dict[str, Any] | None = None,
     ) -> Saved:
         ctx = self.ctx
         existing = None if mode == "keep" else duplicate_of(ctx, tx, new.words_key, embedding)
@@ -123,7 +129,7 @@ class Memories:
             id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=1, text=new.text,
             kind=new.kind, importance=new.importance, created_at=now, updated_at=now, role=role, origin=origin,
             sources=sources, channel=channel, seen=channel == "foreground", pinned=bool(pinned),
-            embedding=embedding, last_op="create", words_key=new.words_key,
+            embedding=embedding, last_op="create", words_key=new.words_key, attributes=attributes,
         )
         active = tx.insert(memory)
         trim(ctx, tx, active, keep=memory.id)
@@ -133,7 +139,7 @@ class Memories:
         self, place: Place, memory_id: str, text: Any = None, kind: Any = None, importance: Any = None,
         pinned: bool | None = None, expected_revision: int | None = None, in_place: bool = False,
         origin: str = "asserted", sources: Sequence[Source] = (), person_name: str | None = None,
-        holding: Holding | None = None,
+        holding: Holding | None = None, attributes: Mapping[str, Any] | None = None,
     ) -> Saved:
         """Correct a memory: a new revision (same id), or with `in_place` an overwrite that keeps no
         earlier text. One unit of work: the memory is read, checked and written under its place's
@@ -143,7 +149,8 @@ class Memories:
         `expected_revision`, with the actual one) or Refused. A model's write (`origin="inferred"`)
         never changes an asserted memory's origin or sources, and is refused with `paused` while
         the person is paused. `holding`: as in `remember_many`. A correction to the very same text,
-        kind and importance changes nothing and answers `reinforced`."""
+        kind and importance changes nothing and answers `reinforced`. `attributes` sets those it names
+        (None removes one) and keeps the others, with no new revision (they are not the words)."""
         ctx, place = self.ctx, as_place(place)
         with ctx.store.read(place) as tx:
             found = tx.get(memory_id)
@@ -165,6 +172,7 @@ class Memories:
                 text=new.text, kind=new.kind, importance=new.importance, words_key=new.words_key,
                 embedding=current.embedding if new.text == current.text else (vector if new.text == wanted else None),
                 pinned=current.pinned if pinned is None else bool(pinned),
+                attributes=current.attributes if attributes is None else merged_attributes(current.attributes, attributes),
             )
             if content_changed:
                 changed.updated_at = ctx.clock()
@@ -180,7 +188,7 @@ class Memories:
             tx.save(changed, current.revision)
             tx.commit()
         log.info("memory.update place=%s id=%s revision=%s", pid(place), memory_id, changed.revision)
-        return Saved(changed, reinforced=not content_changed and pinned is None)
+        return Saved(changed, reinforced=not content_changed and pinned is None and attributes is None)
 
     @staticmethod
     def _checked(memory: Memory | None, paused: bool, expected_revision: int | None) -> Memory:
@@ -250,6 +258,18 @@ class Memories:
             tx.commit()
         log.info("memory.forget place=%s id=%s revisions=%d", pid(place), memory_id, memories + revisions)
         return memories + revisions
+
+    def forget_many(self, place: Place, ids: Sequence[str]) -> int:
+        """Forget each of `ids` the place still holds, as `forget` does, in one unit of work (ids
+        gone meanwhile are passed over). Answers how many memories went."""
+        ctx, place = self.ctx, as_place(place)
+        with ctx.store.write(place) as tx:
+            held = [m.id for m in tx.get_many(list(dict.fromkeys(ids)))]
+            memories, revisions = tx.remove(held)
+            tx.tombstone(held, ctx.clock())
+            tx.commit()
+        log.info("memory.forget place=%s count=%d revisions=%d", pid(place), memories, revisions)
+        return memories
 
     def erase_history(self, place: Place, memory_id: str) -> int:
         """Erase every earlier wording of a memory, as forget erases them (the assistant's corrections

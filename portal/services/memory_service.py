@@ -154,6 +154,9 @@ class MemoryService:
     def forget(self, place: Place, memory_id: str, origin: str = "asserted") -> int:
         return self.memories.forget(place, memory_id, origin)
 
+    def forget_many(self, place: Place, ids: Sequence[str]) -> int:
+        return self.memories.forget_many(place, ids)
+
     def erase_history(self, place: Place, memory_id: str) -> int:
         return self.memories.erase_history(place, memory_id)
 
@@ -176,18 +179,9 @@ class MemoryService:
         return place
 
     def people_in(self, scope: str) -> builtins.list[str]:
-        """The owner ids of tenant `scope` with memories this service's app may see (a person who
-        blocked the app is left out), sorted. One read per place of the store: for small tenants."""
-        found: builtins.list[str] = []
-        for place in self.store.places():
-            if place.scope != scope:
-                continue
-            try:
-                if self.count(place):
-                    found.append(place.owner_id)
-            except Refused:  # app_blocked
-                continue
-        return sorted(found)
+        """The owner ids of tenant `scope` with memories, sorted; for an app's view, not those who
+        blocked the app."""
+        return self.store.people(scope, self.ctx.app.id if self.ctx.app is not None else None)
 
     # reading: portal.services.recall
     def get(self, place: Place, memory_id: str) -> Memory:
@@ -195,6 +189,9 @@ class MemoryService:
 
     def history(self, place: Place, memory_id: str) -> builtins.list[Revision]:
         return self.reading.history(place, memory_id)
+
+    def page(self, place: Place, offset: int, size: int, **narrowed: Any) -> tuple[builtins.list[Memory], int]:
+        return self.reading.page(place, offset, size, **narrowed)
 
     def list(self, place: Place, **filters: Any) -> Page:
         return self.reading.list(place, **filters)

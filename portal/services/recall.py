@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from portal.domain.apps import READ
+from portal.domain.attributes import matches
 from portal.domain.errors import InvalidArgument, NotFound
 from portal.domain.listing import active, decode_cursor, encode_cursor, ids_of, moment
 from portal.domain.portrait import FORMATS, render
@@ -85,6 +87,21 @@ class Recall:
         would take away)."""
         with self.ctx.store.read(as_place(place)) as tx:
             return tx.count("active") + tx.count("archived")
+
+    def page(self, place: Place, offset: int, size: int, created_after: datetime | None = None,
+             created_before: datetime | None = None, attributes: Mapping[str, Any] | None = None,
+             ) -> tuple[builtins.list[Memory], int]:
+        """The active memories newest first that carry `attributes` (portal.domain.attributes
+        .matches), from `offset`, at most `size`, and how many there are in all: for an API that
+        pages by number (mem0's). One read; only the memories answered are recorded as read."""
+        ctx, place = self.ctx, as_place(place)
+        with ctx.store.read(place) as tx:
+            every = tx.list(Filters(created_after=moment(created_after), created_before=moment(created_before)))
+        every.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        found = [m for m in every if matches(m.attributes, attributes or {})]
+        shown = found[offset:offset + size]
+        note_reads(ctx, place, READ, [m.id for m in shown])
+        return shown, len(found)
 
     def list_unseen(self, place: Place, limit: int = 50) -> builtins.list[Memory]:
         """What was learnt in the background (consolidation) and the person has not seen yet."""

@@ -23,7 +23,7 @@ from flask_babel import gettext as _
 from flask_wtf.csrf import CSRFError
 
 from portal.api import PREFIX
-from portal.api.mem0 import is_mem0_path, not_found_here
+from portal.api.mem0_base import is_mem0_path, not_found_here
 from portal.api.problems import problem
 from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, NotFound, Refused

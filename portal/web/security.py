@@ -19,7 +19,7 @@ from flask_babel import Babel, get_locale
 from flask_login import LoginManager, current_user
 from flask_wtf.csrf import CSRFProtect
 
-from portal.api.mem0 import is_mem0_path
+from portal.api.mem0_base import is_mem0_path, json_answer
 from portal.inputs import is_valid_text
 
 LANGUAGES = ("en", "fr")
@@ -91,6 +91,8 @@ def init_security(app: Flask) -> None:
                   *((name, value) for name, value in (request.view_args or {}).items() if isinstance(value, str))]
         if all(is_valid_text(name) and is_valid_text(value) for name, value in fields):
             return None
+        if is_mem0_path(request.path):  # mem0's clients read JSON only
+            return json_answer({"detail": "a value holds a NUL or a lone surrogate", "code": "invalid_text"}, 400)
         return render_template("errors/400.html"), 400
 
 

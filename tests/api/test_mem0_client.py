@@ -103,12 +103,41 @@ def test_the_client_starts_keeps_finds_lists_corrects_and_forgets(served: tuple[
     assert world.count("bob") == 0
 
 
+def test_what_a_host_keeps_with_a_memory_comes_back_narrows_and_goes_with_it(served: tuple[World, str]) -> None:
+    world, url = served
+    memory = client(url, world)
+    kept = {"agent_id": "travel-bot", "run_id": "trip-7", "metadata": {"city": "Lyon", "stars": 4},
+            "categories": ["travel", "food"], "expiration_date": "2031-05-01", "timestamp": 1767225600}
+    tagged = memory.add("Wants a hotel near the old town", user_id="ada", infer=False, **kept)["results"][0]["id"]
+    memory.add("Likes green tea", user_id="ada", infer=False)
+    got = memory.get(tagged)
+    assert {name: got[name] for name in kept} == kept and got["app_id"] is None
+    by_agent = memory.get_all(filters={"AND": [{"user_id": "ada"}, {"agent_id": "travel-bot"}]})["results"]
+    assert [m["id"] for m in by_agent] == [tagged]
+    assert [m["id"] for m in memory.get_all(filters={"user_id": "ada", "categories": {"in": ["food"]}})["results"]] == [tagged]
+    assert memory.get_all(filters={"user_id": "ada", "metadata": {"city": "Paris"}})["results"] == []
+    found = memory.search("hotel", filters={"user_id": "ada", "run_id": "trip-7"})["results"]
+    assert [h["id"] for h in found] == [tagged]
+    changed = memory.update(tagged, metadata={"city": "Lyon", "stars": 5})
+    assert changed["metadata"] == {"city": "Lyon", "stars": 5} and changed["memory"] == "Wants a hotel near the old town"
+    assert memory.update(tagged, expiration_date=None)["expiration_date"] is None  # null takes it away
+    assert [e["event"] for e in memory.history(tagged)] == ["ADD"]  # what is kept with it is not a wording
+    # the person's download holds it; forgetting the agent's memories leaves the others
+    exported = world.runtime.service.export(Place("ada", world.tenant_a))
+    assert [m["attributes"]["agent_id"] for m in exported["memories"] if m["attributes"]] == ["travel-bot"]
+    assert "1 memories" in memory.delete_all(user_id="ada", agent_id="travel-bot")["message"]
+    assert [m["memory"] for m in memory.get_all(filters={"user_id": "ada"})["results"]] == ["Likes green tea"]
+    with pytest.raises(AuthenticationError, match="erasure"):
+        client(url, world, "a_without:erasure").delete_all(user_id="ada", agent_id="travel-bot")
+
+
 def test_an_add_with_inference_is_learnt_in_the_background(served: tuple[World, str], model: FakeLLMServer) -> None:
     world, url = served
     model.replies.clear()
     model.script(Reply(facts("Has a cat called Miso")))
     memory = client(url, world)
-    queued = memory.add([{"role": "user", "content": "I adopted a cat called Miso."}], user_id="ada")
+    queued = memory.add([{"role": "user", "content": "I adopted a cat called Miso."}], user_id="ada",
+                        agent_id="pet-bot", metadata={"source": "chat"})
     assert queued["status"] == "PENDING" and queued["event_id"]
     worker = Worker(world.runtime.queue, workers=1).start()
     try:
@@ -119,7 +148,8 @@ def test_an_add_with_inference_is_learnt_in_the_background(served: tuple[World, 
             time.sleep(0.1)
     finally:
         worker.stop()
-    assert [m.text for m in world.runtime.service.list(Place("ada", world.tenant_a)).items] == ["Has a cat called Miso"]
+    [learnt] = world.runtime.service.list(Place("ada", world.tenant_a)).items
+    assert (learnt.text, learnt.attributes) == ("Has a cat called Miso", {"agent_id": "pet-bot", "metadata": {"source": "chat"}})
     event = memory.client.get(f"/v1/event/{queued['event_id']}/").json()  # no client method reads events
     assert event["status"] == "SUCCEEDED" and event["counts"]["added"] == 1 and "summary" not in event["counts"]
 
@@ -132,10 +162,12 @@ def test_the_client_raises_what_mem0_raises(served: tuple[World, str]) -> None:
     ada = memory.add("Likes green tea", user_id="ada", infer=False)["results"][0]["id"]
     with pytest.raises(ValidationError, match="user_id"):
         memory.add("Likes tea", infer=False)  # a memory with no person
-    with pytest.raises(ValidationError, match="agent_id"):
-        memory.add("Likes tea", user_id="ada", agent_id="bot", infer=False)  # not kept here: refused, not dropped
-    with pytest.raises(ValidationError, match="agent_id"):
-        memory.delete_all(user_id="ada", agent_id="bot")  # narrower than the person: would erase too much
+    with pytest.raises(ValidationError, match="custom_instructions"):
+        memory.add("Likes tea", user_id="ada", custom_instructions="x", infer=False)  # not taken: refused, not dropped
+    with pytest.raises(ValidationError, match="too large or malformed"):
+        memory.add("Likes tea", user_id="ada", metadata={"notes": "x" * 3000}, infer=False)
+    with pytest.raises(ValidationError, match="not supported"):
+        memory.search("tea", filters={"AND": [{"user_id": "ada"}, {"keywords": "tea"}]})
     with pytest.raises(MemoryNotFoundError):
         client(url, world, "b").get(ada)  # another tenant's memory
     with pytest.raises(AuthenticationError, match="erasure"):

@@ -170,6 +170,7 @@ def test_rotate_keys_moves_everything_to_the_first_key(env, runtime_for) -> None
         assert isinstance(saved, Saved)
         ids.append(saved.memory.id)
     assert old.service.update(HERE, ids[1], text="Lives in Paris").ok
+    assert old.service.update(HERE, ids[2], attributes={"metadata": {"ward": "Maternity"}}).ok  # kept with the memory
     once(old.store, HERE, "signup-1", "d", lambda: Answer(201, {"memory": {"id": ids[0], "revision": 1, "text": texts[0]}}))
     # A conversation waiting to be learnt, and a job over whose summary its app has not read yet.
     now = old.service.clock()
@@ -186,7 +187,7 @@ def test_rotate_keys_moves_everything_to_the_first_key(env, runtime_for) -> None
 
     assert rotated.returncode == 0, rotated.stderr
     assert json.loads(rotated.stdout) == {"memories": 3, "revisions": 1, "receipts": 1, "jobs": 1, "summaries": 1,
-                                          "unchanged": 0}
+                                          "attributes": 1, "unchanged": 0}
     only_b, only_a = FernetCipher([key_b]), FernetCipher([key_a])
     with old.engine.connect() as conn:
         tokens = [
@@ -195,11 +196,12 @@ def test_rotate_keys_moves_everything_to_the_first_key(env, runtime_for) -> None
             *conn.execute(select(idempotency_receipts.c.response)).scalars(),
             *conn.execute(select(consolidation_jobs.c.work).where(consolidation_jobs.c.work.is_not(None))).scalars(),
             *conn.execute(select(consolidation_jobs.c.summary).where(consolidation_jobs.c.summary.is_not(None))).scalars(),
+            *conn.execute(select(memories.c.attributes).where(memories.c.attributes.is_not(None))).scalars(),
         ]
-    assert len(tokens) == 7
+    assert len(tokens) == 8
     plain = [only_b.decrypt(token) for token in tokens]
     assert {"Likes green tea", "Lives in Paris", "Works as a nurse", "Lives in Lyon"} <= set(plain)
-    assert all(text not in token for token in tokens for text in texts)
+    assert all(text not in token for token in tokens for text in [*texts, "Maternity"])
     for token in tokens:
         with pytest.raises(CipherError):
             only_a.decrypt(token)
@@ -213,7 +215,7 @@ def test_rotate_keys_moves_everything_to_the_first_key(env, runtime_for) -> None
     assert isinstance(again, Saved) and again.replaced_id == ids[0]
     assert len(new.service.list(HERE).items) == 3
     assert run(["rotate-keys"], {**env, "MEMORY_ENCRYPTION_KEYS": key_b}).stdout.strip() == json.dumps(
-        {"memories": 0, "revisions": 0, "receipts": 0, "jobs": 0, "summaries": 0, "unchanged": 8}
+        {"memories": 0, "revisions": 0, "receipts": 0, "jobs": 0, "summaries": 0, "attributes": 0, "unchanged": 9}
     )
 
 

@@ -47,6 +47,7 @@ WRITE_PATHS = {
     "portal import": "tzumbrel", "cli import": "yqarvost", "mcp remember": "wqelthor", "job fact": "jxoprand",
     "job done: transcript": "kqindle", "job done: summary": "zxeltrum", "job failed: transcript": "qzorvane",
     "job queued: transcript": "vqumbert",
+    "mem0 add: text": "bxantho", "mem0 add: metadata": "gqualtor",
 }
 # Gone whatever the way, by the end of `seed`: an in-place overwrite and an undo erase a wording, the
 # sweep a person's own earlier wording once its Undo is over, the end of a job its transcript.
@@ -55,10 +56,10 @@ GONE_WHEN_CORRECTED = ("in-place patch: wording replaced", "undo: wording undone
 # A conversation still queued is the person's data until it is learnt: forgetting memories leaves it.
 PURGED_ONLY = ("job queued: transcript",)
 WAYS = ("forget-api", "forget-portal", "forget-tool", "forget-mcp", "erase-everything", "staff-erasure", "api-erasure",
-        "cli-erasure", "corrected")
+        "cli-erasure", "mem0-delete-all", "corrected")
 ERASING = WAYS[:-1]
 FULL = ("staff-erasure", "api-erasure", "cli-erasure")
-PURGING = ("erase-everything", *FULL)
+PURGING = ("erase-everything", "mem0-delete-all", *FULL)  # mem0's delete_all: the person's erase-everything
 STORES = [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)]
 # After "erase everything" these keep nothing naming the person (the account, their pause setting
 # and the content-free audit entries may stay).
@@ -166,6 +167,11 @@ def seed(p: Person, w: dict[str, str], server: FakeLLMServer) -> None:
     then the in-place overwrite and the undo, after which their old wordings must be gone."""
     p.remember(f"Grows {w['api remember']} tomatoes")
     p.remember(f"Keeps a {w['api remember (keyed)']} lantern", key="k-remember")
+    # mem0's add, with what it keeps beside the words (issue 28): metadata goes as the text goes
+    added = p.raw.post("/v3/memories/add/", headers={"Authorization": f"Token {p.world.keys['a']}"}, json={
+        "messages": [{"role": "user", "content": f"Collects {w['mem0 add: text']} stamps"}], "user_id": OWNER,
+        "infer": False, "agent_id": "stamp-bot", "metadata": {"album": f"The {w['mem0 add: metadata']} album"}})
+    assert added.status_code == 200, added.get_data(as_text=True)[:300]
     patched = p.remember(f"Likes {w['api patch: wording before']} tea")
     p.api("PATCH", f"/memories/{patched['id']}", {"text": f"Likes {w['api patch (keyed)']} tea"}, "k-patch")
     in_place = p.remember(f"Regrets the {w['in-place patch: wording replaced']} tattoo", key="k-in-place-first")
@@ -245,6 +251,9 @@ def erase(p: Person, way: str) -> None:
         assert done.status_code == 303, (done.status_code, done.get_data(as_text=True)[:300])
     elif way == "api-erasure":
         p.api("DELETE", "", key="k-erase")
+    elif way == "mem0-delete-all":  # mem0's client: MemoryClient.delete_all(user_id=...)
+        gone = p.raw.delete(f"/v1/memories/?user_id={OWNER}", headers={"Authorization": f"Token {p.world.keys['a']}"})
+        assert gone.status_code == 200, gone.get_data(as_text=True)[:300]
     elif way == "cli-erasure":
         command(p, "purge-owner", OWNER, "--tenant", p.place.scope, "--yes")
     # "corrected": the in-place overwrite and the undo, done at the end of `seed`, are the erasure.
@@ -326,7 +335,7 @@ def in_process(p: Person, run: Run) -> tuple[list[str], list[str]]:
 
 
 def owner_rows(engine: Engine, way: str) -> list[str]:
-    if way == "erase-everything":
+    if way in ("erase-everything", "mem0-delete-all"):
         return rows_naming(engine, OWNER, tables=ERASE_ALL_TABLES)
     # The API's erasure answers for what the store keeps (§11 counts); the portal account is the
     # console's to delete, so `users` may still name the person there.

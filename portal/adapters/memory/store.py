@@ -132,6 +132,11 @@ class InMemoryStore:
         found = [place for place, data in list(self._places.items()) if job_id in data.jobs]
         return found[0] if len(found) == 1 else None
 
+    def people(self, scope: str, hidden_from: str | None = None) -> builtins.list[str]:
+        return sorted(place.owner_id for place, data in list(self._places.items())
+                      if place.scope == scope and data.memories
+                      and (hidden_from is None or data.controls.get(hidden_from) != "blocked"))
+
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         found = [place for place, data in list(self._places.items())
                  if place.scope == scope and memory_id in data.memories]

@@ -16,7 +16,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.statements import could_be_id
-from portal.adapters.sql.tables import app_uses, consolidation_jobs, idempotency_receipts, memories, memory_revisions
+from portal.adapters.sql.tables import (
+    app_controls,
+    app_uses,
+    consolidation_jobs,
+    idempotency_receipts,
+    memories,
+    memory_revisions,
+)
 from portal.domain.types import Place
 
 M = memories.c
@@ -90,6 +97,17 @@ class StoreMaintenance:
         with self.engine.connect() as conn:
             rows = conn.execute(select(j.owner_id, j.scope).where(j.id == job_id).limit(2)).all()
         return Place(rows[0].owner_id, rows[0].scope) if len(rows) == 1 else None
+
+    def people(self, scope: str, hidden_from: str | None = None) -> builtins.list[str]:
+        if not could_be_id(scope) or (hidden_from is not None and not could_be_id(hidden_from)):
+            return []
+        query = select(M.owner_id).where(M.scope == scope).distinct().order_by(M.owner_id)
+        if hidden_from is not None:
+            C = app_controls.c
+            query = query.where(~exists().where(C.owner_id == M.owner_id, C.scope == scope, C.app_id == hidden_from,
+                                                 C.state == "blocked"))
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
 
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         if not could_be_id(scope) or not could_be_id(memory_id):

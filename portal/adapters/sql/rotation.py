@@ -48,11 +48,12 @@ class RotationCounts:
     receipts: int = 0
     jobs: int = 0  # a background job's transcript, while it may run
     summaries: int = 0  # a finished job's summary, until its app reads it
+    attributes: int = 0  # what a host keeps with a memory besides its words
     unchanged: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {"memories": self.memories, "revisions": self.revisions, "receipts": self.receipts, "jobs": self.jobs,
-                "summaries": self.summaries, "unchanged": self.unchanged}
+                "summaries": self.summaries, "attributes": self.attributes, "unchanged": self.unchanged}
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class _Target:
 
 TARGETS = (
     _Target("memories", memories, memories.c.text, words=True),
+    _Target("attributes", memories, memories.c.attributes),
     _Target("revisions", memory_revisions, memory_revisions.c.text),
     _Target("receipts", idempotency_receipts, idempotency_receipts.c.response),
     _Target("jobs", consolidation_jobs, consolidation_jobs.c.work),

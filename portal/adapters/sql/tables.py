@@ -126,6 +126,7 @@ memories = Table(
     Column("embedding_model", String(200), nullable=True),
     Column("embedding_dim", Integer, nullable=True),
     Column("embedding", VectorType, nullable=True),
+    Column("attributes", Text, nullable=True),  # JSON, encrypted as the text is (portal.domain.attributes)
     Index("ix_memories_place_state", "owner_id", "scope", "state"),
     Index("ix_memories_place_created", "owner_id", "scope", "created_at", "id"),
     Index("ix_memories_place_words", "owner_id", "scope", "words_key"),

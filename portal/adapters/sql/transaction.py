@@ -5,6 +5,7 @@ it can), the commit, and the conversion of rows to memories. Its writes are `Pla
 from __future__ import annotations
 
 import builtins
+import json
 import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -251,6 +252,7 @@ class SqlTx(PlaceRecords, PlaceWriting):
             state=r["state"], last_used_at=r["last_used_at"],
             embedding=Embedding(r["embedding_model"], vector) if vector is not None and r["embedding_model"] else None,
             last_op=r["last_op"], words_key=r["words_key"],
+            attributes=json.loads(self.store.decrypt(r["attributes"])) if r["attributes"] is not None else None,
         )
 
     def _revision(self, r: RowMapping) -> Revision:

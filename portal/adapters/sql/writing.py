@@ -7,6 +7,7 @@ rows back to memories and revisions."""
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -176,5 +177,6 @@ class PlaceWriting(PlaceTxState):
             "updated_at": m.updated_at, "last_used_at": m.last_used_at,
             "embedding_model": e.model if e else None, "embedding_dim": e.dim if e else None,
             "embedding": e.vector if e else None,
+            "attributes": self.store.encrypt(json.dumps(m.attributes, ensure_ascii=False)) if m.attributes else None,
         }
 

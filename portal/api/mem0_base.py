@@ -1,0 +1,77 @@
+"""The ground mem0's routes stand on (portal.api.mem0 and portal.api.mem0_memory): their blueprint,
+how a route reads its key, body and person, and how every answer under them is JSON with a
+`detail`, the one field of an error mem0's clients read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Blueprint, Response, request
+
+from portal.api.auth import authenticate
+from portal.api.problems import ApiProblem, install
+from portal.api.registry import check_path, parse_json
+from portal.domain.types import Place
+
+PREFIXES = ("/v1/", "/v2/", "/v3/")
+MAX_BODY = 1024 * 1024
+READ, WRITE, ERASE, LEARN = "memories:read", "memories:write", "erasure", "consolidate"
+
+bp = Blueprint("mem0", __name__)
+
+
+def is_mem0_path(path: str) -> bool:
+    return path.startswith(PREFIXES)
+
+
+def json_answer(value: Any, status: int = 200) -> Response:
+    return Response(json.dumps(value, ensure_ascii=False), status=status, mimetype="application/json")
+
+
+def body_of() -> dict[str, Any]:
+    raw = request.get_data(cache=True)
+    if len(raw) > MAX_BODY:
+        raise ApiProblem(413, "body_too_large", f"bodies are limited to {MAX_BODY} bytes")
+    data = parse_json(raw or b"{}")
+    if not isinstance(data, dict):
+        raise ApiProblem(400, "invalid_request", "the body must be a JSON object")
+    return data
+
+
+def person(key: Any, user_id: str) -> Place:
+    check_path({"owner_id": user_id})
+    return Place(user_id, key.tenant_id)
+
+
+def caller() -> Any:
+    """The caller's key, checked before anything it sent is read (a wrong key is told so first)."""
+    return authenticate(None)
+
+
+def allowed(key: Any, permission: str) -> None:
+    if permission not in key.permissions:
+        raise ApiProblem(403, "forbidden", f"this key lacks {permission}")
+
+
+def route(rule: str, method: str) -> Any:
+    """A route that answers with and without its trailing slash (a redirect is HTML mem0's client
+    would not follow)."""
+    return bp.route(rule, methods=[method], strict_slashes=False)
+
+
+def as_json(response: Response) -> Response:
+    """mem0's client reads `detail` only from application/json: the problem's body, that type."""
+    if response.mimetype == "application/problem+json":
+        response.mimetype = "application/json"
+    return response
+
+
+def not_found_here() -> Response:
+    """A path of mem0's API this server does not serve (feedback, exports, webhooks...)."""
+    return json_answer({"detail": "this server does not offer this endpoint of mem0's API", "code": "not_found"}, 404)
+
+
+# Every error under these routes answered as JSON with its `detail` (set once: apps share the blueprint).
+install(bp)
+bp.after_request(as_json)
