@@ -1,0 +1,48 @@
+"""The README's "Switching from mem0" Python block, run as printed (issue 28) with mem0's own
+client against this server on SQLite: only the key and the server's address are given, as a
+reader would fill them in."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from portal.domain.types import Place
+
+from .conftest import World, serving
+
+pytest.importorskip("mem0", reason="mem0ai is in the test extra")
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def switching_block() -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Switching from mem0"):]
+    found = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert found, "the section has no Python block"
+    return found.group(1)
+
+
+def test_the_readme_switching_block_runs_as_printed(world: World, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0"))
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    block = switching_block()
+    assert 'host="http://127.0.0.1:8000"' in block
+    ada = Place("ada", world.tenant_a)
+    with serving(world) as url:
+        # First without its last line, to see what the block kept and found; then as printed.
+        namespace: dict[str, object] = {"KEY": world.keys["a"]}
+        before_erasure = block.replace('memory.delete_all(user_id="ada")', "pass")
+        assert before_erasure != block
+        exec(compile(before_erasure.replace("http://127.0.0.1:8000", url), "README.md", "exec"), namespace)
+        [memory] = world.runtime.service.list(ada).items
+        assert (memory.text, memory.attributes) == ("I prefer short answers.",
+                                                   {"agent_id": "support-bot", "metadata": {"channel": "chat"}})
+        assert [h["memory"] for h in namespace["hits"]["results"]] == [memory.text]  # type: ignore[index]
+        assert namespace["page"]["count"] == 1  # type: ignore[index]
+        exec(compile(block.replace("http://127.0.0.1:8000", url), "README.md", "exec"), {"KEY": world.keys["a"]})
+    assert world.count("ada") == 0
