@@ -4,7 +4,11 @@ reader would fill them in."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,3 +50,29 @@ def test_the_readme_switching_block_runs_as_printed(world: World, tmp_path: Path
         assert namespace["page"]["count"] == 1  # type: ignore[index]
         exec(compile(block.replace("http://127.0.0.1:8000", url), "README.md", "exec"), {"KEY": world.keys["a"]})
     assert world.count("ada") == 0
+
+
+NODE_CLIENT = Path(__file__).resolve().parents[1] / "mem0_ts"  # `make test` runs npm ci there
+
+
+def test_the_readme_typescript_lines_run_as_printed_with_mem0s_own_client(world: World, tmp_path: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"```js\n(.*?)```", text[text.index("## Switching from mem0"):], flags=re.S)
+    assert found, "the section has no TypeScript block"
+    if not (NODE_CLIENT / "node_modules" / "mem0ai").is_dir() or shutil.which("node") is None:
+        pytest.fail("mem0's TypeScript client is not installed: run `npm ci --prefix tests/mem0_ts` (make test does)")
+    with serving(world) as url:
+        script = found.group(1).replace("http://127.0.0.1:8000", url)
+        # The block as printed, then what it answered, as JSON on the last line.
+        script = f"const KEY = {json.dumps(world.keys['a'])};\n{script}\nconsole.log(JSON.stringify(hits));\n"
+        (NODE_CLIENT / ".readme-check.mjs").write_text(script, encoding="utf-8")
+        try:
+            ran = subprocess.run(["node", ".readme-check.mjs"], cwd=NODE_CLIENT, capture_output=True, text=True,
+                                 timeout=60, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
+        finally:
+            (NODE_CLIENT / ".readme-check.mjs").unlink()
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    hits = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert [h["memory"] for h in hits["results"]] == ["I prefer short answers."]
+    [memory] = world.runtime.service.list(Place("ada", world.tenant_a)).items
+    assert memory.text == "I prefer short answers."
