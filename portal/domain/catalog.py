@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .catalog_fr import FR
+
 DEFAULT_LANGUAGE = "en"
 REFUSED = "refused"
 
@@ -136,119 +138,7 @@ _EN: dict[str, Entry] = {
     "memory_undone": "Undone.",
 }
 
-_FR: dict[str, Entry] = {
-    "refused": "Ceci ne peut pas être gardé en mémoire.",
-    "refused.empty": "Il n'y a rien à retenir, le texte est vide.",
-    "refused.too_long": {
-        "bare": "C'est trop long pour être retenu. Raccourcissez le texte, s'il vous plaît.",
-        "one": "C'est trop long pour être retenu : {count} caractère au plus. Raccourcissez le texte, s'il vous plaît.",
-        "other": "C'est trop long pour être retenu : {count} caractères au plus. Raccourcissez le texte, s'il vous plaît.",
-    },
-    "refused.invalid_text": "Ce texte contient des caractères qui ne peuvent pas être gardés (un NUL ou un caractère invalide).",
-    "refused.invalid_kind": "Ce type de souvenir n'existe pas.",
-    "refused.kind_not_allowed": "Ce type de souvenir ne peut pas être gardé ici.",
-    "refused.other_person": "Cela concerne quelqu'un d'autre. Seul ce qui vous concerne peut être gardé.",
-    "refused.paused": "La mémoire est en pause, rien n'est appris ni modifié avant sa reprise.",
-    "refused.app_blocked": "La personne a bloqué cette application : elle ne peut ni lire ni modifier sa mémoire.",
-    "refused.queue_unavailable": "Pas d'apprentissage en arrière-plan ici : renvoyez-la pour un apprentissage immédiat.",
-    "refused.invalid_ref": "Une conversation a besoin d'une référence de 1 à 200 caractères.",
-    "refused.invalid_transcript": "Cette conversation est illisible : envoyez un texte ou une liste de tours de parole.",
-    "refused.forbidden": "Cette clé n'a pas le droit de faire cela.",
-    "refused.invalid_app": "Cette application n'existe pas.",
-    "refused.unknown_app": "Cette organisation n'a pas d'application de ce nom : utilisez le nom de l'application de la clé.",
-    "refused.invalid_control": "Une application peut être mise en pause, bloquée ou reprise.",
-    "refused.not_found": "Ce souvenir n'existe pas (ou plus).",
-    "refused.conflict": "Ce souvenir a été modifié entre-temps. Rechargez-le et réessayez.",
-    "refused.nothing_to_undo": "Il n'y a rien à annuler.",
-    "refused.ai_disabled": ("L'IA de l'assistant est désactivée pour cette organisation : il n'apprend rien des conversations "
-                            "et ses outils de mémoire sont désactivés."),
-    "refused.not_shown": "Cette correction porte sur un souvenir qui ne faisait pas partie de la conversation.",
-    "refused.erased": "Ceci n'a pas été gardé : les souvenirs de la personne ont été effacés entre-temps.",
-    "refused.forgotten": "Ceci n'a pas été gardé : la personne a demandé qu'on l'oublie.",
-    "refused.invalid_limit": "Le nombre de résultats demandé est hors limites.",
-    "refused.invalid_time": "Une date doit porter son fuseau horaire (par exemple 2026-05-01T09:00:00Z).",
-    "refused.invalid_cursor": "Ce lien de page n'est plus valable. Reprenez depuis la première page.",
-    "refused.invalid_state": "Ce filtre de liste n'existe pas.",
-    "refused.invalid_format": "Ce format n'existe pas.",
-    "refused.invalid_ids": "La liste de souvenirs n'est pas valable.",
-    "refused.invalid_portrait": "Les réglages du résumé ne sont pas valables.",
-    "refused.invalid_on_duplicate": "Cette façon de traiter un souvenir répété n'existe pas.",
-    "refused.invalid_where": "Aucune personne n'a été indiquée.",
-    "refused.invalid_idempotency_key": "La clé d'idempotence de la demande n'est pas valable.",
-    "refused.invalid_arguments": "La demande était incomplète ou mal formée.",
-    "refused.unknown_tool": "Cette action n'est pas disponible.",
-    "refused.unauthorized": "Cette clé est inconnue ou a été révoquée : demandez-en une nouvelle.",
-    "refused.rate_limited": "Trop de demandes pour cette clé. Patientez un instant puis réessayez.",
-    "refused.invalid_owner": "Cet identifiant de personne n'est pas valable.",
-    "refused.invalid_id": "Cet identifiant de souvenir n'est pas valable.",
-    "refused.invalid_if_match": 'La révision à vérifier n\'est pas valable (If-Match prend l\'ETag, comme "3").',
-    "refused.bad_request": "La demande n'a pas pu être comprise.",
-    "refused.invalid_request": "La demande n'est pas valable : un champ manque ou n'a pas le bon type.",
-    "refused.malformed_json": "La demande n'est pas du JSON valable.",
-    "refused.malformed_arguments": "Les arguments ne sont pas du JSON valable.",
-    "refused.json_too_deep": "Le JSON de la demande est trop imbriqué.",
-    "refused.body_too_large": "La demande est trop volumineuse.",
-    "refused.uri_too_long": "L'adresse de la demande est trop longue.",
-    "refused.unsupported_media_type": "La demande doit être envoyée en JSON.",
-    "refused.method_not_allowed": "Cette action n'est pas disponible ici.",
-    "refused.idempotency_key_reused": "La clé d'idempotence de cette demande a déjà servi pour une autre demande.",
-    "refused.idempotency_in_progress": "La même demande est encore en cours de traitement. Réessayez dans un instant.",
-    "refused.database_unavailable": "La mémoire est momentanément indisponible. Réessayez dans un instant.",
-    "refused.user_id_required": "Chaque souvenir appartient à une personne : nommez-la avec user_id.",
-    "refused.one_person": "Une demande lit ou change les souvenirs d'une seule personne : donnez un seul user_id.",
-    "refused.invalid_filters": "Ces filtres sont illisibles : user_id, AND, OR, in, et des dates avec gte, gt, lte ou lt.",
-    "refused.unsupported_filter": ("Les souvenirs se filtrent par personne, agent, app, run, catégories, métadonnées et "
-                                   "date seulement."),
-    "refused.unsupported_field": "Ce serveur ne prend pas ce champ (la réponse le nomme en détail).",
-    "refused.invalid_attributes": ("Ce qui accompagne un souvenir est trop grand ou mal formé (ids, métadonnées jusqu'à "
-                                   "2 Ko, 20 catégories, une date)."),
-    "refused.invalid_messages": "messages est un texte ou une liste de {role, content}.",
-    "refused.too_many_messages": "Un ajout prend au plus 100 messages : envoyez la conversation en plusieurs fois.",
-    "consolidation.model": "Le modèle n'a pas répondu : tourne-t-il, et MEMORY_LLM_BASE_URL pointe-t-elle vers lui ?",
-    "consolidation.unreadable": "La réponse du modèle n'a pas pu être lue comme des faits.",
-    "consolidation.cut": "La réponse du modèle s'est arrêtée à mi-chemin : les faits entiers d'avant la coupure ont été gardés.",
-    "consolidation.error": "Une erreur est survenue pendant l'apprentissage ; elle a été notée, sans la conversation.",
-    "consolidation.ai_disabled": "L'IA de l'assistant est désactivée pour cette organisation : rien n'est appris.",
-    "consolidation.unavailable": "Aucun modèle n'est configuré (MEMORY_LLM_BASE_URL) : rien n'est appris.",
-    "refused.error": "Une erreur s'est produite de notre côté. Elle a été enregistrée ; réessayez plus tard.",
-    "refused.reason_required": "Indiquez pourquoi vous devez voir les souvenirs.",
-    "refused.invalid_ticket": "Une référence de ticket ne contient que des lettres, des chiffres et - _ # / . :",
-    "refused.confirmation_mismatch": "Ce n'est ni l'adresse e-mail ni l'identifiant de la personne : rien n'a été effacé.",
-    "refused.already_completed": "Cette demande est déjà traitée.",
-    "refused.received_in_future": "La date de réception ne peut pas être dans le futur.",
-    "refused.tenant_exists": "Une organisation porte déjà ce nom.",
-    "refused.invalid_name": "Indiquez un nom.",
-    "refused.invalid_role": "Choisissez staff ou admin.",
-    "refused.not_staff": "C'est le compte d'une personne : il part avec ses données, par une demande d'effacement.",
-    "refused.own_account": "Vous ne pouvez pas faire cela à votre propre compte.",
-    "refused.no_account": "Aucun compte n'a cette adresse e-mail.",
-    "refused.import_too_large": "Ce fichier est trop gros pour être importé (5 Mo et 5 000 souvenirs au plus).",
-    "refused.import_unreadable": "Ce fichier est illisible : ce n'est ni notre export, ni le JSON de mem0, ni du texte (UTF-8).",
-    "refused.import_unknown_version": "Cet export est d'une version que ce portail ne lit pas.",
-    "refused.import_empty": "Ce fichier ne contient aucun souvenir à importer.",
-    "refused.import_too_large_here": (
-        "Ce fichier est trop gros pour être importé ici (600 Ko au plus). Découpez-le, ou demandez au support."
-    ),
-    "refused.invalid_email": "Ce n'est pas une adresse e-mail.",
-    "refused.email_taken": "Un compte existe déjà avec cette adresse e-mail.",
-    "refused.password_too_short": "Le mot de passe doit compter au moins 10 caractères.",
-    "refused.unknown_tenant": "Choisissez une organisation.",
-    "refused.invalid_api_key": "Choisissez une organisation et au moins une autorisation.",
-    "refused.invalid_language": "Cette langue n'est pas disponible.",
-    "refused.invalid_owner_id": "Cet identifiant n'est pas valable.",
-    "memory_saved": "Enregistré en mémoire.",
-    "memories_found": {
-        "zero": "Aucun souvenir trouvé.",
-        "one": "{count} souvenir trouvé.",
-        "other": "{count} souvenirs trouvés.",
-        "bare": "Souvenirs trouvés.",
-    },
-    "memory_corrected": "Souvenir corrigé.",
-    "memory_forgotten": "Souvenir effacé.",
-    "memory_undone": "Annulé.",
-}
-
-CATALOGS: dict[str, dict[str, Entry]] = {"en": _EN, "fr": _FR}
+CATALOGS: dict[str, dict[str, Entry]] = {"en": _EN, "fr": FR}
 
 REFUSAL_CODES: tuple[str, ...] = tuple(k.split(".", 1)[1] for k in _EN if k.startswith(REFUSED + "."))
 OUTCOME_CODES: tuple[str, ...] = ("memory_saved", "memories_found", "memory_corrected", "memory_forgotten", "memory_undone")
