@@ -264,7 +264,7 @@ def pages_of(app: Flask) -> set[str]:
     found = set()
     for rule in app.url_map.iter_rules():
         endpoint = rule.endpoint
-        if endpoint in NOT_PAGES or endpoint.startswith("health.") or (
+        if endpoint in NOT_PAGES or endpoint.startswith(("health.", "mem0.")) or (
                 endpoint.startswith("api.") and endpoint != "api.docs"):
             continue
         if "GET" in (rule.methods or ()) or getattr(app.view_functions[endpoint], "asks_first", False):

@@ -168,12 +168,13 @@ def give_a1_everything(console: Console) -> Place:
             tx.put_receipt(Receipt("idem-tapioca", "f" * 64, 201, {"memory": {"id": first.id, "text": None}},
                                    (first.id,), now))
             tx.commit()
+        # a job, queued (before the pause: a paused person's conversation is not kept)
+        service.consolidate_later(place, "I keep a capybara called Waffle", "conv-quokka-2")
         service.pause(place)
         bot = App("app-quokka", "Quokka bot")
         service.for_app(bot).get(place, first.id if place == a1.place else
                                  service.list(namesake, limit=1).items[0].id)  # an app's use
         service.set_app_control(place, bot.id, "blocked")  # and what the person decided about it
-        service.consolidate_later(place, "I keep a capybara called Waffle", "conv-quokka-2")  # a job, queued
     portal = console.client(console.a1)  # the person's own audited actions
     assert portal.get("/account/export.json").status_code == 200
     assert portal.post("/account/resume").status_code == 303

@@ -24,7 +24,7 @@ def memory_routes(app: Flask) -> list[tuple[str, str, str]]:
     """(endpoint, method, rule) of every route that takes a memory id: new routes are covered too."""
     found = []
     for rule in app.url_map.iter_rules():
-        if "memory_id" in rule.arguments and not rule.endpoint.startswith("api."):
+        if "memory_id" in rule.arguments and not rule.endpoint.startswith(("api.", "mem0.")):
             for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
                 found.append((rule.endpoint, method, rule.rule))
     return found

@@ -112,7 +112,7 @@ class StoreMaintenance:
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         if not could_be_id(scope) or not could_be_id(memory_id):
             return None
-        with self.engine.connect() as conn:  # ix_memories_scope_id
+        with self.engine.connect() as conn:  # ix_memories_id
             rows = conn.execute(select(M.owner_id).where(M.scope == scope, M.id == memory_id).limit(2)).all()
         return Place(rows[0].owner_id, scope) if len(rows) == 1 else None
 

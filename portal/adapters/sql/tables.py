@@ -131,7 +131,10 @@ memories = Table(
     Index("ix_memories_place_created", "owner_id", "scope", "created_at", "id"),
     Index("ix_memories_place_words", "owner_id", "scope", "words_key"),
     Index("ix_memories_embedding_model", "embedding_model"),
-    Index("ix_memories_scope_id", "scope", "id"),  # a memory named by its id alone (Store.memory_place)
+    # A memory named by its id alone (Store.memory_place). The id only: an index that also held the
+    # scope would match a place's lookups as well as the owner-led primary key, and SQLite's planner
+    # then took it for them.
+    Index("ix_memories_id", "id"),
     PrimaryKeyConstraint("owner_id", "id"),
 )
 
