@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,26 +14,18 @@ import pytest
 
 from portal.domain.types import Place
 
+from ..readme import readme_block
 from .conftest import World, serving
 
 pytest.importorskip("mem0", reason="mem0ai is in the test extra")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def switching_block() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Switching from mem0"):]
-    found = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    assert found, "the section has no Python block"
-    return found.group(1)
 
 
 def test_the_readme_switching_block_runs_as_printed(world: World, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0"))
     monkeypatch.setenv("MEM0_TELEMETRY", "False")
-    block = switching_block()
+    block = readme_block("Switching from mem0", "python")
     assert 'host="http://127.0.0.1:8000"' in block
     ada = Place("ada", world.tenant_a)
     with serving(world) as url:
@@ -56,13 +47,11 @@ NODE_CLIENT = Path(__file__).resolve().parents[1] / "mem0_ts"  # `make test` run
 
 
 def test_the_readme_typescript_lines_run_as_printed_with_mem0s_own_client(world: World, tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
-    found = re.search(r"```js\n(.*?)```", text[text.index("## Switching from mem0"):], flags=re.S)
-    assert found, "the section has no TypeScript block"
+    block = readme_block("Switching from mem0", "js")
     if not (NODE_CLIENT / "node_modules" / "mem0ai").is_dir() or shutil.which("node") is None:
         pytest.fail("mem0's TypeScript client is not installed: run `npm ci --prefix tests/mem0_ts` (make test does)")
     with serving(world) as url:
-        script = found.group(1).replace("http://127.0.0.1:8000", url)
+        script = block.replace("http://127.0.0.1:8000", url)
         # The block as printed, then what it answered, as JSON on the last line.
         script = f"const KEY = {json.dumps(world.keys['a'])};\n{script}\nconsole.log(JSON.stringify(hits));\n"
         (NODE_CLIENT / ".readme-check.mjs").write_text(script, encoding="utf-8")

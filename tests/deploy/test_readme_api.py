@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
 from pathlib import Path
 
 from ..fakes.llm_server import FakeLLMServer
+from ..readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -22,11 +22,7 @@ MODEL = "http://127.0.0.1:11434/v1"
 
 
 def walk_through() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## The JSON API in five minutes"):]
-    found = re.search(r"```sh\n(.*?)```", section, flags=re.S)
-    assert found, "the API section has no shell block"
-    return found.group(1)
+    return readme_block("The JSON API in five minutes", "sh")
 
 
 def free_port() -> int:
