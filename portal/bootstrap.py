@@ -148,6 +148,7 @@ def build_runtime(
         mask=config.mask,
         ai_enabled=ai_enabled,
         names_of=accounts.names_of,
+        tenant_learnt_days=tenants.learnt_days,
     )
     queue = HueyQueue(engine)
     queue.bind(service.run_job, service.jobs.stale, service.sweep)

@@ -6,7 +6,10 @@ a key rotated keeps its app and what the person decided about it. A key without 
 its own.
 
 Every read and write an app makes for a person is kept as a use, content-free: which app, which
-memory, how (`ACTIONS`), on which day, how many times and when last. A person may pause an app
+memory, how (`ACTIONS`), on which day, how many times and when last. A conversation the app marked
+temporary (`TEMPORARY`: nothing learnt, nothing of it kept) is a use of no memory (`NO_MEMORY`):
+only its count and time. An app that never wrote is one that only reads
+(`AppSummary.only_reads`). A person may pause an app
 (it may still read, it may not write: `paused`) or block it (it can neither read nor write:
 `app_blocked`), and resume it.
 """
@@ -26,7 +29,11 @@ RECALLED = "recalled"
 CORRECTED = "corrected"
 FORGOT = "forgot"
 READ = "read"
-ACTIONS = (REMEMBERED, RECALLED, CORRECTED, FORGOT, READ)
+TEMPORARY = "temporary"  # a conversation the app marked temporary: nothing learnt, nothing of it kept
+MEMORY_ACTIONS = (REMEMBERED, RECALLED, CORRECTED, FORGOT, READ)  # what an app did with a memory
+ACTIONS = (*MEMORY_ACTIONS, TEMPORARY)
+WRITES = (REMEMBERED, CORRECTED, FORGOT)  # what an app that only reads never did
+NO_MEMORY = ""  # the memory id of a use that touched none (a temporary conversation)
 
 PAUSED = "paused"
 BLOCKED = "blocked"
@@ -72,10 +79,32 @@ class AppUse:
     """How often one app touched one memory one way on one day (UTC), and when last."""
 
     app_id: str
-    memory_id: str
+    memory_id: str  # NO_MEMORY for a use that touched none (a temporary conversation)
     action: str
     day: date
     count: int
+    last_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation of one app, as the person sees it: which memories the assistant was given
+    in it (recall, portrait, tools), first and last. `key` is a digest of the assistant's
+    reference (`portal.domain.decisions.conversation_key`), never its words."""
+
+    app_id: str
+    key: str
+    first_at: datetime
+    last_at: datetime
+    memory_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationCount:
+    """How many conversations of one app used one memory, and when last."""
+
+    app_id: str
+    conversations: int
     last_at: datetime
 
 
@@ -89,6 +118,17 @@ class AppSummary:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACTIONS, 0))
     memories: int = 0
 
+    @property
+    def temporary(self) -> int:
+        """How many conversations the app marked temporary (nothing learnt from them)."""
+        return self.counts.get(TEMPORARY, 0)
+
+    @property
+    def only_reads(self) -> bool:
+        """Whether the app used the person's memory and never changed it: it never remembered,
+        corrected or forgot anything (it recalled, read or held temporary conversations only)."""
+        return self.last_at is not None and not any(self.counts.get(action, 0) for action in WRITES)
+
     def to_json(self) -> dict[str, object]:
         return {"app_id": self.app.id, "name": self.app.name, "control": self.control,
                 "last_at": self.last_at.isoformat() if self.last_at else None, "counts": dict(self.counts),
@@ -96,7 +136,8 @@ class AppSummary:
 
 
 def use_json(use: AppUse) -> dict[str, object]:
-    return {"app_id": use.app_id, "memory_id": use.memory_id, "action": use.action, "day": use.day.isoformat(),
+    """A use as the export and the API show it; a use of no memory (a temporary conversation) names none."""
+    return {"app_id": use.app_id, "memory_id": use.memory_id or None, "action": use.action, "day": use.day.isoformat(),
             "count": use.count, "last_at": use.last_at.isoformat()}
 
 
@@ -129,5 +170,7 @@ def summaries(uses: Iterable[AppUse], controls: dict[str, str], apps: dict[str, 
                                                    s.app.name, s.app.id))
 
 
-__all__ = ["ACTIONS", "BLOCKED", "CONTROLS", "CORRECTED", "FORGOT", "PAUSED", "READ", "RECALLED", "REMEMBERED", "App",
-           "AppSummary", "AppUse", "app_named", "app_of", "apps_of", "summaries", "unknown_app", "use_json"]
+__all__ = ["ACTIONS", "BLOCKED", "CONTROLS", "CORRECTED", "FORGOT", "MEMORY_ACTIONS", "NO_MEMORY", "PAUSED", "READ",
+           "RECALLED", "REMEMBERED", "TEMPORARY", "WRITES", "App", "AppSummary", "AppUse", "Conversation",
+           "ConversationCount", "app_named", "app_of", "apps_of",
+           "summaries", "unknown_app", "use_json"]

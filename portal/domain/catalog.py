@@ -56,6 +56,13 @@ _EN: dict[str, Entry] = {
     "refused.forgotten": "This was not kept: the person asked for it to be forgotten.",
     "refused.invalid_limit": "The number of results asked for is out of range.",
     "refused.invalid_time": "A time needs its time zone (for example 2026-05-01T09:00:00Z).",
+    "refused.invalid_expiry": ("When to forget needs a date and time with its time zone "
+                               "(for example 2027-05-01T00:00:00Z)."),
+    "refused.expiry_in_past": "When to forget must be later than now.",
+    "refused.invalid_learnt_days": "Forgetting what the assistant learns takes a number of days from 0 (never) to 36500.",
+    "refused.invalid_conversation_ref": "A conversation reference is 1 to 200 printable characters.",
+    "refused.withheld_from_every_app": "No app may use this memory: allow every app first.",
+    "refused.invalid_use": "Say whether apps may use this memory (true or false).",
     "refused.invalid_cursor": "This page link is no longer valid. Start again from the first page.",
     "refused.invalid_state": "This list filter is not known.",
     "refused.invalid_format": "This format is not known.",

@@ -39,6 +39,14 @@ FR: dict[str, Entry] = {
     "refused.forgotten": "Ceci n'a pas été gardé : la personne a demandé qu'on l'oublie.",
     "refused.invalid_limit": "Le nombre de résultats demandé est hors limites.",
     "refused.invalid_time": "Une date doit porter son fuseau horaire (par exemple 2026-05-01T09:00:00Z).",
+    "refused.invalid_expiry": ("Le moment de l'oubli demande une date et une heure avec leur fuseau "
+                               "(par exemple 2027-05-01T00:00:00Z)."),
+    "refused.expiry_in_past": "Le moment de l'oubli doit être postérieur à maintenant.",
+    "refused.invalid_learnt_days": "Oublier ce que l'assistant apprend demande un nombre de jours de 0 (jamais) à 36500.",
+    "refused.invalid_conversation_ref": "Une référence de conversation compte de 1 à 200 caractères imprimables.",
+    "refused.withheld_from_every_app": ("Aucune application ne peut utiliser ce souvenir : "
+                                        "autorisez d'abord toutes les applications."),
+    "refused.invalid_use": "Indiquez si les applications peuvent utiliser ce souvenir (true ou false).",
     "refused.invalid_cursor": "Ce lien de page n'est plus valable. Reprenez depuis la première page.",
     "refused.invalid_state": "Ce filtre de liste n'existe pas.",
     "refused.invalid_format": "Ce format n'existe pas.",

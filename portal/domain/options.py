@@ -134,6 +134,11 @@ Mask = Callable[[str, Place], str]
 AiSwitch = Callable[[Place], bool]
 
 
+def no_default(place: Place) -> int | None:
+    """No tenant default for how long learnt memories are kept: they are kept until forgotten."""
+    return None
+
+
 def no_names(place: Place) -> Sequence[str]:
     return ()
 

@@ -91,6 +91,7 @@ class Tenant:
     name: str
     ai_enabled: bool
     created_at: datetime
+    learnt_days: int | None = None  # the default "forget what the assistant learns after N days"
 
 
 class TenantExists(ValueError):

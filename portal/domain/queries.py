@@ -20,6 +20,11 @@ class Filters:
     created_after: datetime | None = None
     created_before: datetime | None = None
     pinned: bool | None = None
+    # Only what this app may receive ("don't use this": `Memory.usable_by`); None: everything.
+    app: str | None = None
+    # Only what is still kept at this moment (`Memory.alive_at`); a store fills it with its own
+    # clock when it is None, so that no read answers an expired memory.
+    alive_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,9 @@ class Cursor:
 @dataclass(frozen=True, slots=True)
 class Settings:
     paused: bool = False
+    # The person's "forget what the assistant learns after N days unless pinned": None follows
+    # the tenant's default, 0 is never.
+    learnt_days: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

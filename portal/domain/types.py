@@ -119,6 +119,13 @@ class Memory:
     # What a host keeps with it besides its words (portal.domain.attributes): agent, app and run
     # ids, metadata, categories, an expiration date, when it was said. None: nothing.
     attributes: dict[str, Any] | None = None
+    # When it is forgotten (None: never): from then on no read answers it, and the sweep erases it
+    # as forget erases. Set by the person, by a host when remembering, or by the person's default
+    # for what the assistant learns.
+    expires_at: datetime | None = None
+    # Which apps may not receive it ("don't use this"): () every app may, ("*",) none, else these
+    # app ids. The person still sees, searches and downloads it.
+    withheld: tuple[str, ...] = ()
 
     @property
     def place(self) -> Place:
@@ -135,6 +142,14 @@ class Memory:
 
     def copy(self, **changes: Any) -> Memory:
         return replace(self, **changes)
+
+    def alive_at(self, moment: datetime) -> bool:
+        """Whether it is still kept at `moment` (not past its expiry)."""
+        return self.expires_at is None or self.expires_at > moment
+
+    def usable_by(self, app_id: str | None) -> bool:
+        """Whether this app may receive it (None: the person, who sees everything they keep)."""
+        return app_id is None or not self.withheld or ("*" not in self.withheld and app_id not in self.withheld)
 
     def to_json(self) -> dict[str, Any]:
         """The public JSON shape (no vector, no internal keys)."""
@@ -155,6 +170,9 @@ class Memory:
             "last_used_at": iso(self.last_used_at) if self.last_used_at else None,
             "has_vector": self.has_vector,
             "attributes": self.attributes,
+            "expires_at": iso(self.expires_at) if self.expires_at else None,
+            "use": not self.withheld or "*" not in self.withheld,
+            "withheld_from": [a for a in self.withheld if a != "*"],
         }
 
 

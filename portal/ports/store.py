@@ -9,14 +9,14 @@ another owner or scope is simply not there. Only `purge_owner` crosses scopes, o
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from portal.domain.apps import AppUse
+from portal.domain.apps import AppUse, Conversation, ConversationCount
 from portal.domain.audit import AuditEntry
 from portal.domain.jobs import Job
 from portal.domain.queries import Cursor, Filters, NeedsVector, Settings
@@ -137,6 +137,17 @@ class StoreTx(Protocol):
     def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
         """The place's uses (of one memory when given), most recent first."""
         ...
+    def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
+        """These memories were handed to this conversation (a digest, `decisions.conversation_key`)
+        of the app at `at`: its first time kept, its last one moved."""
+        ...
+    def conversations(self, limit: int = 50) -> builtins.list[Conversation]:
+        """The place's conversations, most recent first, each with the memories it was given (still
+        there: forgetting a memory takes it out of every conversation)."""
+        ...
+    def conversation_counts(self, memory_id: str) -> builtins.list[ConversationCount]:
+        """How many conversations of each app were given this memory, and when last."""
+        ...
 
     # consolidation jobs (portal.services.jobs): `work` and `summary` kept as the store keeps text
     # (encrypted); `result` without its summary (`portal.domain.jobs.content_free`)
@@ -156,30 +167,35 @@ class StoreTx(Protocol):
 @runtime_checkable
 class Store(Protocol):
     """Storage for memories. `searches_text` is False when text is kept out of the database's reach
-    (a cipher), so lexical ranking must happen in process; `words_secret` keys the duplicate hash."""
+    (a cipher), so lexical ranking must happen in process; `words_secret` keys the duplicate hash.
+    `clock` is "now" for its transactions: no read answers a memory whose `expires_at` is that
+    moment or before (get, lists, counts, rankings, duplicates, use marks), erased or not yet."""
 
     searches_text: bool
     words_secret: bytes | None
+    clock: Callable[[], datetime]
 
     def write(self, place: Place) -> AbstractContextManager[StoreTx]: ...
     def read(self, place: Place, snapshot: bool = True) -> AbstractContextManager[StoreTx]:
         """A consistent snapshot of the place; `snapshot=False` lets a store skip that guarantee
         (each read may see writes committed since the one before) where it costs round trips."""
         ...
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
-                  ) -> builtins.list[Memory]:
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None,
+                  conversation: str | None = None) -> builtins.list[Memory]:
         """Mark the active ones of these memories used at `at` and answer them as they are now
         (in `ids` order, with the new use time); unknown, archived or other people's ids are
         skipped. A transaction of its own, which may skip the wait for durability: a use time is a
         hint (for the cap and the portrait's order), and a crash losing it costs nothing that
         matters. With `app_id`, that app's `recalled` uses of the marked memories are counted in
-        the same transaction, under the place's write lock (an erasure leaves none behind)."""
+        the same transaction, under the place's write lock (an erasure leaves none behind), and with
+        `conversation` too, that they served that conversation of the app (`record_conversation`)."""
         ...
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
+                    conversation: str | None = None) -> int:
         """Count one use by the app of each of these memories still in the place (any state), in a
         transaction of its own under the place's write lock, so an erasure landing since they were
-        read leaves no use behind; it may skip the wait for durability, as `mark_used`. Answers
-        how many were counted."""
+        read leaves no use behind; it may skip the wait for durability, as `mark_used`. With
+        `conversation`, recorded as served to it as well. Answers how many were counted."""
         ...
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         """Erase everything of this owner: in every scope, or only in `scopes` when given; `record`
@@ -239,6 +255,11 @@ class Store(Protocol):
         ...
     def prune_uses(self, older_than: datetime) -> int:
         """Delete, in every place, the apps' uses last counted before `older_than`. Answers how many."""
+        ...
+    def expired(self, now: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        """Up to `limit` memories, in every place, whose `expires_at` is `now` or before, as (place,
+        id), soonest expired first. Reads only: the service erases them under each place's lock (an
+        expired memory cannot be changed back: no read answers it)."""
         ...
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         """Up to `limit` archived memories, in every place, neither written nor used since

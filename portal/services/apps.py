@@ -38,7 +38,7 @@ from portal.domain.apps import (
 from portal.domain.audit import AuditEntry, AuditNote
 from portal.domain.errors import InvalidArgument, NotFound, Refused
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision, as_place
-from portal.ports import NeedsVector, Settings, Store, StoreTx
+from portal.ports import Cursor, Filters, NeedsVector, Settings, Store, StoreTx
 
 from .context import Context
 
@@ -55,8 +55,44 @@ class AppTx:
         self._erased = False
         self.place = tx.place
 
-    def __getattr__(self, name: str) -> Any:  # reading, refs, receipts, audit: as they are
+    def __getattr__(self, name: str) -> Any:  # refs, receipts, audit: as they are
         return getattr(self._tx, name)
+
+    # Reading: only what the person lets this app receive ("don't use this": Memory.usable_by), so
+    # no path an app takes (recall, portrait, tools, consolidation's context, a duplicate met) can
+    # hand it a memory withheld from it.
+    def _usable(self, memory: Memory | None) -> Memory | None:
+        return memory if memory is not None and memory.usable_by(self._app.id) else None
+
+    def _only(self, filters: Filters) -> Filters:
+        return replace(filters, app=self._app.id)
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self._usable(self._tx.get(memory_id))
+
+    def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
+        return [m for m in self._tx.get_many(ids) if m.usable_by(self._app.id)]
+
+    def find_words(self, words_key: str) -> Memory | None:
+        return self._usable(self._tx.find_words(words_key))
+
+    def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]:
+        return self._tx.list(self._only(filters), limit, after)
+
+    def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        return self._tx.nearest(query, limit, self._only(filters))
+
+    def mean_vector(self, model: str, dim: int, filters: Filters) -> Any:
+        return self._tx.mean_vector(model, dim, self._only(filters))
+
+    def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        return self._tx.search_words(query, limit, self._only(filters))
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+        return self._tx.embeddings([m.id for m in self.get_many(ids)])
+
+    def history(self, memory_id: str) -> builtins.list[Revision]:
+        return self._tx.history(memory_id) if self.get(memory_id) is not None else []
 
     def _writing(self) -> None:
         if self._paused:
@@ -142,10 +178,11 @@ class AppStore:
     """A store as one app sees it: every place it opens is checked against the person's decision
     about the app, and the app's uses are recorded (see the module's docstring)."""
 
-    def __init__(self, store: Store, app: App, clock: Any) -> None:
+    def __init__(self, store: Store, app: App, clock: Any, conversation: str | None = None) -> None:
         self.inner = store
         self.app = app
         self.clock = clock
+        self.conversation = conversation
         self.searches_text = store.searches_text
         self.words_secret = store.words_secret
 
@@ -168,16 +205,21 @@ class AppStore:
         with self.inner.read(place, snapshot) as tx:
             yield self._admitted(tx)  # type: ignore[misc]
 
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
-                  ) -> builtins.list[Memory]:
-        """As the store's, with this app's `recalled` uses; refused before anything is marked when
-        the person blocked the app."""
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None,
+                  conversation: str | None = None) -> builtins.list[Memory]:
+        """As the store's, with this app's `recalled` uses (in its conversation, if it named one);
+        refused before anything is marked when the person blocked the app, and only what the
+        person lets it receive."""
         with self.read(place, snapshot=False):
             pass
-        return self.inner.mark_used(place, ids, at, app_id=self.app.id)
+        return self.inner.mark_used(place, ids, at, app_id=self.app.id, conversation=conversation or self.conversation)
 
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
-        return self.inner.record_uses(place, app_id, action, ids, at)
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
+                    conversation: str | None = None) -> int:
+        return self.inner.record_uses(place, app_id, action, ids, at, conversation or self.conversation)
+
+    def expired(self, now: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        return self.inner.expired(now, limit)
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         if scopes is None:
@@ -254,13 +296,15 @@ def note_reads(ctx: Context, place: Place, action: str, ids: Sequence[str]) -> N
     Only those still there are recorded, under the place's write lock (`Store.record_uses`): a
     memory forgotten or a person erased since the read leaves no use behind that names them."""
     if ctx.app is not None and ids:
-        ctx.store.record_uses(place, ctx.app.id, action, ids, ctx.clock())
+        ctx.store.record_uses(place, ctx.app.id, action, ids, ctx.clock(), ctx.conversation)
 
 
-def app_view(ctx: Context, app: App) -> Context:
-    """The context of `MemoryService.for_app`: the same parts, the store seen by the app."""
+def app_view(ctx: Context, app: App, conversation: str | None = None) -> Context:
+    """The context of `MemoryService.for_app`: the same parts, the store seen by the app (in one
+    of its conversations, a digest: `portal.domain.decisions.conversation_key`)."""
     store = ctx.store.inner if isinstance(ctx.store, AppStore) else ctx.store
-    return replace(ctx, store=AppStore(store, app, ctx.clock), app=app)  # type: ignore[arg-type]
+    return replace(ctx, store=AppStore(store, app, ctx.clock, conversation), app=app,  # type: ignore[arg-type]
+                   conversation=conversation)
 
 
 __all__ = ["AppStore", "AppTx", "Apps", "app_view", "note_reads"]

@@ -32,6 +32,11 @@ class Context:
     llm: LLM | None
     app: App | None = None  # the app this context acts for (MemoryService.for_app), None for the person and staff
     queue: JobQueue | None = None  # what wakes a worker for a background job (portal.services.jobs)
+    # The conversation of the app this context serves (a digest of the assistant's reference,
+    # `portal.domain.decisions.conversation_key`): what it is handed is recorded as used in it.
+    conversation: str | None = None
+    # The tenant's default "forget what the assistant learns after N days" (None: never).
+    tenant_learnt_days: Callable[[Place], int | None] = lambda place: None
 
     @staticmethod
     def mask_of(mask: Mask | str) -> Mask:

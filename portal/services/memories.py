@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from portal.domain.attributes import checked_attributes, merged_attributes
-from portal.domain.errors import Conflict, NotFound, Refused
+from portal.domain.decisions import expiry_of, learnt_expiry
+from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.text import words_key
 from portal.domain.types import CHANNELS, ORIGINS, Embedding, Holding, Memory, Place, Saved, Source, as_place
 from portal.ports import StoreTx, as_vector
@@ -24,6 +26,7 @@ from .drafts import Draft, draft, duplicate_of, edit_draft, meet_duplicate, prov
 log = logging.getLogger("portal.memory")
 
 UNDOABLE = ("update", "replace")
+KEEP: Any = object()  # an update that leaves the expiry as it is
 DUPLICATE_MODES = ("replace", "reinforce", "keep")
 
 
@@ -60,6 +63,7 @@ class Memories:
         explicit: bool = False, origin: str = "asserted", on_duplicate: str | None = None,
         sources: Sequence[Source] = (), pinned: bool = False, channel: str = "foreground",
         person_name: str | None = None, holding: Holding | None = None, attributes: Mapping[str, Any] | None = None,
+        expires_at: Any = None,
     ) -> list[Saved | Refused]:
         """`remember` for several texts at once, in order, with the same settings: one call to the
         embedder for all of them and one transaction. Each text gets its own answer (a Saved, or the
@@ -69,12 +73,17 @@ class Memories:
         checked in the write itself (`erased`: the person's data was erased while the model
         thought), and a text repeating a memory the model was shown and the person forgot since is
         `forgotten`. `attributes` (portal.domain.attributes) go with every new memory, checked
-        first (Refused `invalid_attributes`); a duplicate met keeps its own."""
+        first (Refused `invalid_attributes`); a duplicate met keeps its own. So does its expiry:
+        `expires_at` (Refused `invalid_expiry`, `expiry_in_past`) is when a new memory is forgotten;
+        what the assistant learns (`origin="inferred"`) unpinned and without one is forgotten after
+        the person's `learnt_days`, or else the tenant's."""
         ctx, place = self.ctx, as_place(place)
         try:
             kept_attributes = checked_attributes(attributes)
-        except Refused as refused:
-            return [refused for _ in texts]
+            expiry = expiry_of(expires_at, ctx.clock())
+        except (Refused, InvalidArgument) as refused:
+            return [Refused(refused.code) for _ in texts]
+        tenant_days = ctx.tenant_learnt_days(place) if origin == "inferred" and expiry is None and not pinned else None
         if origin not in ORIGINS or channel not in CHANNELS:
             raise ValueError("origin or channel out of range")
         if isinstance(texts, str) or not isinstance(texts, Sequence):
@@ -93,8 +102,12 @@ class Memories:
         embeddings = [next(vectors) if isinstance(d, Draft) else None for d in drafts]
         results: list[Saved | Refused] = []
         with ctx.store.write(place) as tx:
-            if tx.settings().paused:
+            settings = tx.settings()
+            if settings.paused:
                 return [Refused("paused") for _ in texts]
+            if origin == "inferred" and expiry is None and not pinned:
+                days = tenant_days if settings.learnt_days is None else settings.learnt_days
+                expiry = learnt_expiry(days, ctx.clock())
             if holding is not None and not tx.holds_ref(holding.ref, holding.holder):
                 return [Refused("erased") for _ in texts]
             for new, embedding in zip(drafts, embeddings, strict=True):
@@ -106,7 +119,7 @@ class Memories:
                     results.append(Refused("forgotten"))  # the person forgot it while the model thought
                     continue
                 results.append(self._keep(tx, place, new, embedding, mode, origin, tuple(sources), pinned, channel,
-                                          role, kind is not None, importance is not None, kept_attributes))
+                                          role, kind is not None, importance is not None, kept_attributes, expiry))
             tx.commit()
         for result in results:
             if isinstance(result, Saved):
@@ -116,7 +129,7 @@ class Memories:
     def _keep(
         self, tx: StoreTx, place: Place, new: Draft, embedding: Embedding | None, mode: str, origin: str,
         sources: tuple[Source, ...], pinned: bool, channel: str, role: str | None, kind_given: bool,
-        importance_given: bool, attributes: dict[str, Any] | None = None,
+        importance_given: bool, attributes: dict[str, Any] | None = None, expires_at: datetime | None = None,
     ) -> Saved:
         ctx = self.ctx
         existing = None if mode == "keep" else duplicate_of(ctx, tx, new.words_key, embedding)
@@ -130,6 +143,7 @@ class Memories:
             kind=new.kind, importance=new.importance, created_at=now, updated_at=now, role=role, origin=origin,
             sources=sources, channel=channel, seen=channel == "foreground", pinned=bool(pinned),
             embedding=embedding, last_op="create", words_key=new.words_key, attributes=attributes,
+            expires_at=expires_at,
         )
         active = tx.insert(memory)
         trim(ctx, tx, active, keep=memory.id)
@@ -139,7 +153,7 @@ class Memories:
         self, place: Place, memory_id: str, text: Any = None, kind: Any = None, importance: Any = None,
         pinned: bool | None = None, expected_revision: int | None = None, in_place: bool = False,
         origin: str = "asserted", sources: Sequence[Source] = (), person_name: str | None = None,
-        holding: Holding | None = None, attributes: Mapping[str, Any] | None = None,
+        holding: Holding | None = None, attributes: Mapping[str, Any] | None = None, expires_at: Any = KEEP,
     ) -> Saved:
         """Correct a memory: a new revision (same id), or with `in_place` an overwrite that keeps no
         earlier text. One unit of work: the memory is read, checked and written under its place's
@@ -150,8 +164,11 @@ class Memories:
         never changes an asserted memory's origin or sources, and is refused with `paused` while
         the person is paused. `holding`: as in `remember_many`. A correction to the very same text,
         kind and importance changes nothing and answers `reinforced`. `attributes` sets those it names
-        (None removes one) and keeps the others, with no new revision (they are not the words)."""
+        (None removes one) and keeps the others, with no new revision (they are not the words); so
+        does `expires_at` (None: never forgotten; left out: as it was). Pinning a memory keeps it
+        until it is forgotten: its expiry goes."""
         ctx, place = self.ctx, as_place(place)
+        expiry = expires_at if expires_at is KEEP else expiry_of(expires_at, ctx.clock())
         with ctx.store.read(place) as tx:
             found = tx.get(memory_id)
             before = self._checked(found, found is not None and origin == "inferred" and tx.settings().paused,
@@ -173,6 +190,7 @@ class Memories:
                 embedding=current.embedding if new.text == current.text else (vector if new.text == wanted else None),
                 pinned=current.pinned if pinned is None else bool(pinned),
                 attributes=current.attributes if attributes is None else merged_attributes(current.attributes, attributes),
+                expires_at=None if pinned else current.expires_at if expiry is KEEP else expiry,
             )
             if content_changed:
                 changed.updated_at = ctx.clock()
@@ -188,7 +206,7 @@ class Memories:
             tx.save(changed, current.revision)
             tx.commit()
         log.info("memory.update place=%s id=%s revision=%s", pid(place), memory_id, changed.revision)
-        return Saved(changed, reinforced=not content_changed and pinned is None and attributes is None)
+        return Saved(changed, reinforced=not content_changed and pinned is None and attributes is None and expiry is KEEP)
 
     @staticmethod
     def _checked(memory: Memory | None, paused: bool, expected_revision: int | None) -> Memory:

@@ -14,12 +14,26 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from portal.domain.apps import App, AppSummary, AppUse
+from portal.domain.apps import App, AppSummary, AppUse, Conversation, ConversationCount
 from portal.domain.audit import AuditNote
+from portal.domain.decisions import conversation_key, conversation_of
 from portal.domain.errors import NotFound, Refused
 from portal.domain.imports import Parsed
 from portal.domain.jobs import Job, JobQueue
-from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf, Options, always_on, new_id, no_names, utc_now
+from portal.domain.options import (
+    LLM,
+    AiSwitch,
+    Clock,
+    Embedder,
+    Mask,
+    NamesOf,
+    Options,
+    always_on,
+    new_id,
+    no_default,
+    no_names,
+    utc_now,
+)
 from portal.domain.text import no_mask
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, PurgeCounts, Revision, Saved
 from portal.ports import Store
@@ -27,6 +41,7 @@ from portal.ports import Store
 from .apps import Apps, app_view
 from .consolidation import Consolidation, ConsolidationResult
 from .context import Context
+from .decisions import Decisions
 from .jobs import Jobs
 from .memories import Memories, Undone
 from .portability import Imported, Portability
@@ -47,9 +62,11 @@ class MemoryService:
         self, store: Store, embedder: Embedder | None = None, options: Options | None = None,
         names_of: NamesOf = no_names, mask: Mask | str = no_mask, ai_enabled: AiSwitch = always_on,
         clock: Clock = utc_now, id_factory: Callable[[], str] = new_id, llm: LLM | None = None,
+        tenant_learnt_days: Callable[[Place], int | None] = no_default,
     ) -> None:
         self._compose(Context(store, embedder, options or Options(), names_of, Context.mask_of(mask), ai_enabled, clock,
-                              id_factory, llm))
+                              id_factory, llm, tenant_learnt_days=tenant_learnt_days))
+        store.clock = clock  # its reads leave out what expired by the service's time
 
     def _compose(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -60,14 +77,18 @@ class MemoryService:
         self.consolidation = Consolidation(self.ctx, self.memories)
         self.retention = Retention(self.ctx)
         self.apps = Apps(self.ctx)
+        self.decisions = Decisions(self.ctx)
         self.jobs = Jobs(self.ctx, lambda app_id: self.for_app(App(app_id, "")) if app_id else self)
 
-    def for_app(self, app: App) -> MemoryService:
+    def for_app(self, app: App, conversation_ref: Any = None) -> MemoryService:
         """The service as one connected app sees it (`portal.services.apps`): refused `app_blocked`
         for a person who blocked the app, `paused` for writes while they paused it, and every use
-        it makes recorded. Built per request; it shares this service's store, model and options."""
+        it makes recorded — in its conversation `conversation_ref` when it names one (checked:
+        InvalidArgument `invalid_conversation_ref`; kept as a digest). Built per request; it shares
+        this service's store, model and options."""
+        ref = conversation_of(conversation_ref)
         view = MemoryService.__new__(MemoryService)
-        view._compose(app_view(self.ctx, app))
+        view._compose(app_view(self.ctx, app, conversation_key(ref, self.ctx.store.words_secret) if ref else None))
         return view
 
     # what the parts share (set here, seen by all)
@@ -78,6 +99,7 @@ class MemoryService:
     @store.setter
     def store(self, value: Store) -> None:
         self.ctx.store = value
+        value.clock = self.ctx.clock
 
     @property
     def embedder(self) -> Embedder | None:
@@ -114,6 +136,7 @@ class MemoryService:
     @clock.setter
     def clock(self, value: Clock) -> None:
         self.ctx.clock = value
+        self.ctx.store.clock = value
 
     @property
     def id_factory(self) -> Callable[[], str]:
@@ -248,6 +271,20 @@ class MemoryService:
 
     def set_app_control(self, place: Place, app_id: str, state: str | None, audit: AuditNote | None = None) -> bool:
         return self.apps.set_control(place, app_id, state, audit)
+
+    # what the person decides besides the words, and what each answer used: portal.services.decisions
+    def set_use(self, place: Place, memory_id: str, use: Any, app_id: str | None = None,
+                audit: AuditNote | None = None) -> Memory:
+        return self.decisions.set_use(place, memory_id, use, app_id, audit)
+
+    def set_learnt_days(self, place: Place, days: Any, audit: AuditNote | None = None) -> bool:
+        return self.decisions.set_learnt_days(place, days, audit)
+
+    def conversations(self, place: Place, limit: int = 50) -> builtins.list[tuple[Conversation, builtins.list[Memory]]]:
+        return self.decisions.conversations(place, limit)
+
+    def conversation_counts(self, place: Place, memory_id: str) -> builtins.list[ConversationCount]:
+        return self.decisions.conversation_counts(place, memory_id)
 
     # learning and keeping: portal.services.consolidation, portal.services.retention
     def consolidate(self, place: Any, transcript: Any, ref: Any, **settings: Any) -> ConsolidationResult:

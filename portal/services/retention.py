@@ -2,7 +2,7 @@
 and background jobs are kept, and the erasure of words whose time is over.
 
 `sweep` erases what is kept only for a while — an earlier wording once its Undo is no longer
-offered, a job's summary its app never read — and runs every minute in the background worker
+offered, a memory once its expiry has come, a job's summary its app never read — and runs every minute in the background worker
 (`memory-portal worker`, or a thread of `serve` on the embedded default), and in every `prune`.
 `memory-portal prune` applies the retention periods, typically from a daily cron job. The store
 deletes in bulk, each batch its own transaction, and cleans up after each erasure as after a
@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 
 from portal.domain.types import Place
 from portal.services.context import Context
+from portal.services.decisions import Decisions
 
 log = logging.getLogger("portal.memory")
 
@@ -45,15 +46,17 @@ class Retention:
 
     def sweep(self) -> PruneCounts:
         """Erase, in every place, the words kept only for a while whose time is over: earlier
-        wordings whose Undo is no longer offered (`Revision.expires_at`), and the summaries of jobs
+        wordings whose Undo is no longer offered (`Revision.expires_at`), memories whose expiry has
+        come (`Memory.expires_at`, `Decisions.expire`), and the summaries of jobs
         over for longer than `summary_retention` that their app never read. Each as forget erases.
         Safe to run at any time and in several processes at once. Logs counts only."""
         now = self.ctx.clock()
-        revisions = self.ctx.store.expire_revisions(now)
+        memories, revisions = Decisions(self.ctx).expire(now)
+        revisions += self.ctx.store.expire_revisions(now)
         summaries = self.ctx.store.expire_summaries(now - self.ctx.options.summary_retention)
-        if revisions or summaries:
-            log.info("memory.sweep revisions=%d summaries=%d", revisions, summaries)
-        return PruneCounts(revisions=revisions, summaries=summaries)
+        if memories or revisions or summaries:
+            log.info("memory.sweep memories=%d revisions=%d summaries=%d", memories, revisions, summaries)
+        return PruneCounts(revisions=revisions, summaries=summaries, memories=memories)
 
     def prune(
         self,
@@ -95,11 +98,12 @@ class Retention:
                 raise ValueError(f"{name} must be a positive period")
         swept = self.sweep()
         if progress:
-            progress(swept.revisions + swept.summaries)
+            progress(swept.memories + swept.revisions + swept.summaries)
         now = self.ctx.clock()
-        memories, revisions, receipts = 0, swept.revisions, 0
+        memories, revisions, receipts = swept.memories, swept.revisions, 0
         if archived_older_than is not None:
-            memories, archived_revisions = self._erase_archived(now - archived_older_than, now, progress, batch)
+            archived, archived_revisions = self._erase_archived(now - archived_older_than, now, progress, batch)
+            memories += archived
             revisions += archived_revisions
         if history_older_than is not None:
             pruned = self.ctx.store.prune_history(now - history_older_than)

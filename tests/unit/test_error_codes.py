@@ -47,6 +47,8 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...] | None] = {
     ("services/administration.py", "set_account_password", "Refused"): None,
     # A content rule's own code (configuration): the generic text is its text (catalog.message).
     ("services/drafts.py", "draft", "Refused"): None,
+    # checked_attributes' and expiry_of's codes, one per text
+    ("services/memories.py", "remember_many", "Refused"): None,
 }
 NOT_CODES = {"refused", *OUTCOME_CODES}  # a tool result's "code" when it went well, or the refusal marker
 

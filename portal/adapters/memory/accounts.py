@@ -149,6 +149,18 @@ class InMemoryTenants:
         found = self._h.data.tenants.get(place.scope)
         return True if found is None else found.ai_enabled
 
+    def set_learnt_days(self, tenant_id: str, days: int | None) -> bool:
+        with self._h.writing():
+            found = self._h.data.tenants.get(tenant_id)
+            if found is None:
+                return False
+            self._h.data.tenants[tenant_id] = replace(found, learnt_days=days or None)
+        return True
+
+    def learnt_days(self, place: Place) -> int | None:
+        found = self._h.data.tenants.get(place.scope)
+        return None if found is None else found.learnt_days
+
 
 class InMemoryApiKeys:
     def __init__(self, holder: _Holder) -> None:

@@ -36,6 +36,9 @@ class _PlaceData:
     controls: dict[str, str] = field(default_factory=dict)
     uses: dict[tuple[str, str, str, date], AppUse] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
+    # Which memories each conversation of each app was given: (app, conversation key, memory) →
+    # (first, last); content-free, as the SQL stores' conversation_uses.
+    conversations: dict[tuple[str, str, str], tuple[datetime, datetime]] = field(default_factory=dict)
     # Ranking terms of each memory's text, kept from snapshot to snapshot; dropped as soon as the
     # memory's text changes or the memory is removed (nothing of an erased text stays behind).
     terms: dict[str, builtins.list[str]] = field(default_factory=dict)
@@ -45,13 +48,14 @@ class _PlaceData:
 
     def is_empty(self) -> bool:
         return not (self.memories or any(self.revisions.values()) or self.settings is not None or self.refs or self.receipts
-                    or self.tombstones or self.controls or self.uses or self.jobs)
+                    or self.tombstones or self.controls or self.uses or self.jobs or self.conversations)
 
     def counts(self) -> PurgeCounts:
         """What erasing this place removes."""
         return PurgeCounts(len(self.memories), sum(len(v) for v in self.revisions.values()),
                            1 if self.settings is not None else 0, len(self.refs), len(self.receipts),
-                           len(self.tombstones), len(self.uses), len(self.controls), len(self.jobs))
+                           len(self.tombstones), len(self.uses) + len(self.conversations), len(self.controls),
+                           len(self.jobs))
 
     def copy(self) -> _PlaceData:
         return _PlaceData(
@@ -64,6 +68,7 @@ class _PlaceData:
             controls=dict(self.controls),
             uses=dict(self.uses),
             jobs=dict(self.jobs),
+            conversations=dict(self.conversations),
             terms=dict(self.terms),
             # Valid until a write changes which memories are active, their text, kind, time or
             # vectors (see `_Tx._w`): a recall's mark_used must not throw it away.
@@ -85,7 +90,11 @@ def matches(memory: Memory, filters: Filters) -> bool:
         return False
     if filters.created_after is not None and memory.created_at <= filters.created_after:
         return False
-    return not (filters.created_before is not None and memory.created_at >= filters.created_before)
+    if filters.created_before is not None and memory.created_at >= filters.created_before:
+        return False
+    if filters.alive_at is not None and not memory.alive_at(filters.alive_at):
+        return False
+    return memory.usable_by(filters.app)
 
 
 def newest_first(memory: Memory) -> tuple[datetime, str]:

@@ -20,6 +20,7 @@ from portal.adapters.memory.transaction import _Tx
 from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
 from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING
+from portal.domain.options import utc_now
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision
 from portal.ports import NeedsVector, StoreTx
 
@@ -37,6 +38,7 @@ class InMemoryStore:
         self.audit_entries: builtins.list[AuditEntry] = []
         self._locks: dict[Place, threading.RLock] = {}
         self._guard = threading.Lock()
+        self.clock: Callable[[], datetime] = utc_now  # "now" for its reads (see SqlStore.clock)
 
     def _lock(self, place: Place) -> threading.RLock:
         with self._guard:
@@ -51,20 +53,26 @@ class InMemoryStore:
     def read(self, place: Place, snapshot: bool = True) -> Iterator[StoreTx]:
         yield _Tx(self, place, self._places.get(place, _PlaceData()), writable=False)
 
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
-                  ) -> builtins.list[Memory]:
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None,
+                  conversation: str | None = None) -> builtins.list[Memory]:
         with self.write(place) as tx:
-            tx.mark_used(ids, at)
-            marked = [m for m in tx.get_many(list(dict.fromkeys(ids))) if m.state == "active"]
+            usable = [m.id for m in tx.get_many(list(dict.fromkeys(ids))) if m.usable_by(app_id)]
+            tx.mark_used(usable, at)
+            marked = [m for m in tx.get_many(usable) if m.state == "active"]
             if app_id is not None:
                 tx.record_use(app_id, RECALLED, [m.id for m in marked], at)
+                if conversation is not None:
+                    tx.record_conversation(app_id, conversation, [m.id for m in marked], at)
             tx.commit()
         return marked
 
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
+                    conversation: str | None = None) -> int:
         with self.write(place) as tx:
             present = [m.id for m in tx.get_many(list(dict.fromkeys(ids)))]
             tx.record_use(app_id, action, present, at)
+            if conversation is not None:
+                tx.record_conversation(app_id, conversation, present, at)
             tx.commit()
         return len(present)
 
@@ -193,7 +201,8 @@ class InMemoryStore:
     def prune_uses(self, older_than: datetime) -> int:
         def prune(data: _PlaceData, kept: _PlaceData) -> int:
             kept.uses = {key: u for key, u in data.uses.items() if u.last_at >= older_than}
-            return len(data.uses) - len(kept.uses)
+            kept.conversations = {k: v for k, v in data.conversations.items() if v[1] >= older_than}
+            return len(data.uses) - len(kept.uses) + len(data.conversations) - len(kept.conversations)
 
         return self._prune_places(prune)
 
@@ -213,6 +222,11 @@ class InMemoryStore:
                 else:
                     self._places[place] = kept
         return pruned
+
+    def expired(self, now: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        found = [(m.expires_at, place, m.id) for place, data in list(self._places.items())
+                 for m in list(data.memories.values()) if m.expires_at is not None and m.expires_at <= now]
+        return [(place, memory_id) for _, place, memory_id in sorted(found, key=lambda t: (t[0], t[1].owner_id, t[2]))][:limit]
 
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         found = [

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from portal.adapters.memory.conversations import PlaceConversations
 from portal.adapters.memory.places import RefClaim, _PlaceData, matches, newest_first
 from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
@@ -29,13 +30,14 @@ if TYPE_CHECKING:
     from portal.adapters.memory.store import InMemoryStore
 
 
-class _Tx:
+class _Tx(PlaceConversations):
     def __init__(self, store: InMemoryStore, place: Place, data: _PlaceData, writable: bool) -> None:
         self.place = place
         self._store = store
         self._data = data
         self._writable = writable
         self._entries: builtins.list[AuditEntry] = []
+        self.now = store.clock()  # what it reads is what is still kept now (see Memory.alive_at)
 
     def commit(self) -> None:
         if self._writable:
@@ -68,12 +70,13 @@ class _Tx:
     # reading
     def get(self, memory_id: str) -> Memory | None:
         found = self._data.memories.get(memory_id) if isinstance(memory_id, str) else None
-        return found.copy() if found else None
+        return found.copy() if found and found.alive_at(self.now) else None
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
         return [m for m in (self.get(i) for i in ids) if m is not None]
 
     def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]:
+        filters = self._at_now(filters)
         rows = [m for m in self._data.memories.values() if matches(m, filters)]
         if after is not None:
             key = (after.created_at, after.id)
@@ -82,18 +85,22 @@ class _Tx:
         return [m.copy() for m in (rows if limit is None else rows[:limit])]
 
     def count(self, state: str = "active") -> int:
-        return sum(1 for m in self._data.memories.values() if m.state == state)
+        return sum(1 for m in self._data.memories.values() if m.state == state and m.alive_at(self.now))
 
     def find_words(self, words_key: str) -> Memory | None:
         for m in self._data.memories.values():
-            if m.state == "active" and m.words_key == words_key:
+            if m.state == "active" and m.words_key == words_key and m.alive_at(self.now):
                 return m.copy()
         return None
+
+    def _at_now(self, filters: Filters) -> Filters:
+        return filters if filters.alive_at is not None else replace(filters, alive_at=self.now)
 
     def _ranking(self, filters: Filters) -> tuple[PlaceIndex, Filters]:
         """An index to rank with, and the filters it has left to apply: the place's own index of
         its active memories (kept between writes) for filters it answers (kinds, times), else one
         made of the memories passing these filters, which need no more filtering."""
+        filters = self._at_now(filters)
         if PlaceIndex.serves(filters):
             if self._data.index is None:
                 self._data.index = self._indexed(m for m in self._data.memories.values() if m.state == "active")
@@ -101,7 +108,8 @@ class _Tx:
         return self._indexed(m for m in self._data.memories.values() if matches(m, filters)), Filters()
 
     def _indexed(self, memories: Iterable[Memory]) -> PlaceIndex:
-        return PlaceIndex("", [Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding) for m in memories])
+        return PlaceIndex("", [Entry(m.id, m.kind, m.created_at, self._terms(m), m.embedding, m.expires_at, m.withheld)
+                               for m in memories])
 
     def _terms(self, memory: Memory) -> builtins.list[str]:
         found = self._data.terms.get(memory.id)
@@ -169,6 +177,8 @@ class _Tx:
             if data.memories.pop(i, None) is not None:
                 memories += 1
             revisions += len(data.revisions.pop(i, []))
+        gone = set(ids)
+        data.conversations = {k: v for k, v in data.conversations.items() if k[2] not in gone}
         return memories, revisions
 
     def remove_all(self) -> tuple[int, int]:
@@ -189,7 +199,7 @@ class _Tx:
         marked = 0
         for i in set(ids):
             m = data.memories.get(i) if isinstance(i, str) else None
-            if m is not None and m.state == "active":
+            if m is not None and m.state == "active" and m.alive_at(self.now):
                 data.memories[i] = replace(m, last_used_at=at)
                 marked += 1
         return marked

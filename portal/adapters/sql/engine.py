@@ -112,7 +112,8 @@ def checkpoint(engine: Engine, wait_ms: int = CHECKPOINT_WAIT_MS) -> bool:
 
 # The tables holding a person's rows (kept in step with tables.OWNER_TABLES by a test).
 OWNER_TABLE_NAMES = ("memories", "memory_revisions", "memory_settings", "consolidation_refs", "idempotency_receipts",
-                     "memory_tombstones", "memory_places", "app_controls", "app_uses", "consolidation_jobs")
+                     "memory_tombstones", "memory_places", "app_controls", "app_uses", "conversation_uses",
+                     "consolidation_jobs")
 VACUUM_WAIT = "5s"
 
 

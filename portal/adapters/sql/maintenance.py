@@ -20,6 +20,7 @@ from portal.adapters.sql.tables import (
     app_controls,
     app_uses,
     consolidation_jobs,
+    conversation_uses,
     idempotency_receipts,
     memories,
     memory_revisions,
@@ -125,8 +126,17 @@ class StoreMaintenance:
 
     def prune_uses(self, older_than: datetime) -> int:
         u = app_uses.c
-        return self._delete_in_batches(app_uses, (u.owner_id, u.scope, u.app_id, u.memory_id, u.action, u.day),
-                                       u.last_at < older_than)
+        deleted = self._delete_in_batches(app_uses, (u.owner_id, u.scope, u.app_id, u.memory_id, u.action, u.day),
+                                          u.last_at < older_than)
+        c = conversation_uses.c  # which conversations used them: kept as long as the uses are
+        return deleted + self._delete_in_batches(
+            conversation_uses, (c.owner_id, c.scope, c.app_id, c.conversation, c.memory_id), c.last_at < older_than)
+
+    def expired(self, now: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
+        query = (select(M.owner_id, M.scope, M.id).where(M.expires_at <= now)  # ix_memories_expires_at
+                 .order_by(M.expires_at, M.owner_id, M.id).limit(limit))
+        with self.engine.connect() as conn:
+            return [(Place(r.owner_id, r.scope), r.id) for r in conn.execute(query)]
 
     def archived_before(self, older_than: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         query = (

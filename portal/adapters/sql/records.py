@@ -65,11 +65,11 @@ class PlaceRecords(PlaceTxState):
         return found is not None
 
     def settings(self) -> Settings:
-        paused = self.conn.execute(PAUSED, self.bound).scalar()
-        return Settings(paused=bool(paused))
+        row = self.conn.execute(PAUSED, self.bound).first()
+        return Settings(paused=bool(row[0]), learnt_days=row[1]) if row else Settings()
 
     def set_settings(self, settings: Settings) -> None:
-        values = {"paused": settings.paused, "updated_at": now()}
+        values = {"paused": settings.paused, "learnt_days": settings.learnt_days, "updated_at": now()}
         done = self.conn.execute(update(memory_settings).where(self.here(memory_settings)).values(**values)).rowcount
         if not done:
             self.conn.execute(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import (
+    Boolean,
     LargeBinary,
     and_,
     bindparam,
@@ -56,13 +57,39 @@ def new_token(upsert: Any) -> Any:
 
 # Statements run on every remember or recall, built once (building one costs more than running it
 # on SQLite); the place and values come as bound parameters.
-GET = select(memories).where(bound_place(memories), M.id == bindparam("memory_id"))
-GET_MANY = select(memories).where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)))
-FIND_WORDS = select(memories).where(bound_place(memories), M.state == "active", M.words_key == bindparam("words_key")).limit(1)
+
+
+def alive() -> ColumnElement[bool]:
+    """Still kept at the bound `now`: no read answers a memory past its expiry (Memory.alive_at)."""
+    return M.expires_at.is_(None) | (M.expires_at > bindparam("now", type_=M.expires_at.type))
+
+
+def app_pattern(app_id: str | None) -> str:
+    """The LIKE pattern finding an app id in `withheld` (a JSON list: the id as its JSON string,
+    quotes included, wildcards escaped); for no app (the person), one that matches nothing kept."""
+    if app_id is None:
+        return ""
+    quoted = json.dumps(app_id).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{quoted}%"
+
+
+def usable_by(app_id: str | None) -> ColumnElement[bool]:
+    """What this app may receive. For a statement built once (`app_id` None), the app comes bound:
+    `everyone` true for the person (who receives all they keep), else `app_pattern`."""
+    if app_id is None:
+        return (bindparam("everyone", type_=Boolean()) | M.withheld.is_(None)
+                | ~(M.withheld.like('%"*"%') | M.withheld.like(bindparam("app_pattern"), escape="\\")))
+    return M.withheld.is_(None) | ~(M.withheld.like('%"*"%') | M.withheld.like(app_pattern(app_id), escape="\\"))
+
+
+GET = select(memories).where(bound_place(memories), M.id == bindparam("memory_id"), alive())
+GET_MANY = select(memories).where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), alive())
+FIND_WORDS = select(memories).where(
+    bound_place(memories), M.state == "active", M.words_key == bindparam("words_key"), alive()).limit(1)
 TOMBSTONED = select(literal(1)).where(
     bound_place(memory_tombstones), memory_tombstones.c.memory_id == bindparam("memory_id")
 )
-PAUSED = select(memory_settings.c.paused).where(bound_place(memory_settings))
+PAUSED = select(memory_settings.c.paused, memory_settings.c.learnt_days).where(bound_place(memory_settings))
 NEW_TOKEN_PG = new_token(pg_insert)
 NEW_TOKEN_SQLITE = new_token(sqlite_insert)
 
@@ -90,7 +117,8 @@ USE_UPSERT_SQLITE = use_upsert(sqlite_insert)
 TOKEN = select(memory_places.c.token).where(bound_place(memory_places))
 MARK_USED = (
     update(memories)
-    .where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active")
+    .where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active", alive(),
+           usable_by(None))
     .values(last_used_at=bindparam("used_at"))
     .returning(*memories.c)
 )
@@ -113,8 +141,8 @@ LOCK_NOT_DURABLE = text(
 MARK_USED_PG = (
     update(memories)
     .where(
-        bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active",
-        PLACE_LOCK == 1, func.set_config("synchronous_commit", "off", True).is_not(None),
+        bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), M.state == "active", alive(),
+        usable_by(None), PLACE_LOCK == 1, func.set_config("synchronous_commit", "off", True).is_not(None),
     )
     .values(last_used_at=bindparam("used_at"))
     .returning(

@@ -50,6 +50,7 @@ from portal.adapters.sql.uow import SqlUnitOfWork
 from portal.domain.apps import RECALLED
 from portal.domain.audit import AuditEntry
 from portal.domain.errors import Unavailable
+from portal.domain.options import utc_now
 from portal.domain.recall.cache import RecallCache
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts
 from portal.ports import NeedsVector
@@ -91,6 +92,9 @@ class SqlStore(StoreMaintenance):
         self.words_secret = cipher.digest_key if cipher is not None else None
         self.postgres = is_postgres(engine)
         self.recall_cache = RecallCache(cache_bytes, cache_idle) if cache_bytes > 0 else None
+        # What "now" is for its reads (no read answers a memory past its expiry): the service's
+        # clock (MemoryService sets it), the wall clock until then.
+        self.clock: Callable[[], datetime] = utc_now
         # The encryption keys check, when it could not be made at start (see defer_keys_check).
         self._keys_check: Callable[[], bool] | None = None
         self._keys_lock = threading.Lock()
@@ -168,8 +172,8 @@ class SqlStore(StoreMaintenance):
             if trans.is_active:
                 trans.rollback()
 
-    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None
-                  ) -> builtins.list[Memory]:
+    def mark_used(self, place: Place, ids: Sequence[str], at: datetime, app_id: str | None = None,
+                  conversation: str | None = None) -> builtins.list[Memory]:
         """One UPDATE ... RETURNING (and, for an app, one upsert of its uses). On PostgreSQL the
         UPDATE takes the place's lock itself and does not wait for durability (see `MARK_USED_PG`):
         without an app, a statement on its own (autocommit, one round trip); with one, the uses of
@@ -179,20 +183,25 @@ class SqlStore(StoreMaintenance):
             with self.engine.connect() as conn:
                 if app_id is None:
                     conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-                    return SqlTx(self, conn, conn.begin(), place, writable=True).mark_used_returning(ids, at)
+                    return SqlTx(self, conn, conn.begin(), place, writable=True).mark_used_returning(ids, at, app_id)
                 with conn.begin() as trans:
                     tx = SqlTx(self, conn, trans, place, writable=True)
-                    marked = tx.mark_used_returning(ids, at)
+                    marked = tx.mark_used_returning(ids, at, app_id)
                     tx.record_use(app_id, RECALLED, [m.id for m in marked], at)
+                    if conversation is not None:
+                        tx.record_conversation(app_id, conversation, [m.id for m in marked], at)
                 return marked
         with self.write(place) as tx:
-            marked = tx.mark_used_returning(ids, at)
+            marked = tx.mark_used_returning(ids, at, app_id)
             if app_id is not None:
                 tx.record_use(app_id, RECALLED, [m.id for m in marked], at)
+                if conversation is not None:
+                    tx.record_conversation(app_id, conversation, [m.id for m in marked], at)
             tx.commit()
         return marked
 
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime) -> int:
+    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
+                    conversation: str | None = None) -> int:
         """Under the place's lock, taken before the memories are looked at (PostgreSQL: its own
         statement, so the look sees an erasure that held it), without waiting for durability."""
         with self.writer() as conn, conn.begin() as trans:
@@ -201,6 +210,8 @@ class SqlStore(StoreMaintenance):
             tx = SqlTx(self, conn, trans, place, writable=True)
             present = tx.present(ids)
             tx.record_use(app_id, action, present, at)
+            if conversation is not None:
+                tx.record_conversation(app_id, conversation, present, at)
         return len(present)
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:

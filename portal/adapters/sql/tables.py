@@ -95,6 +95,7 @@ tenants = Table(
     Column("name", String(200), nullable=False, unique=True),
     Column("ai_enabled", Boolean, nullable=False, default=True),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("learnt_days", Integer, nullable=True),  # the default "forget what is learnt after N days"
 )
 
 # Every key of a table holding a person's rows starts with owner_id, the column a sharded schema
@@ -127,6 +128,8 @@ memories = Table(
     Column("embedding_dim", Integer, nullable=True),
     Column("embedding", VectorType, nullable=True),
     Column("attributes", Text, nullable=True),  # JSON, encrypted as the text is (portal.domain.attributes)
+    Column("expires_at", UTCDateTime, nullable=True),  # forgotten from then on (NULL: never)
+    Column("withheld", Text, nullable=True),  # JSON list of app ids, or ["*"]: "don't use this"
     Index("ix_memories_place_state", "owner_id", "scope", "state"),
     Index("ix_memories_place_created", "owner_id", "scope", "created_at", "id"),
     Index("ix_memories_place_words", "owner_id", "scope", "words_key"),
@@ -135,6 +138,7 @@ memories = Table(
     # scope would match a place's lookups as well as the owner-led primary key, and SQLite's planner
     # then took it for them.
     Index("ix_memories_id", "id"),
+    Index("ix_memories_expires_at", "expires_at"),  # the sweep of expired memories, across places
     PrimaryKeyConstraint("owner_id", "id"),
 )
 
@@ -168,6 +172,7 @@ memory_settings = Table(
     Column("scope", String(200), primary_key=True),
     Column("paused", Boolean, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    Column("learnt_days", Integer, nullable=True),  # NULL: the tenant's default
 )
 
 consolidation_refs = Table(
@@ -251,6 +256,22 @@ app_uses = Table(
     Index("ix_app_uses_last_at", "last_at"),
 )
 
+# Which memories were handed to which conversation of which app (recall, portrait, tools), first
+# and last: the conversation is a keyed digest of the assistant's reference, never its words.
+# Pruned with the apps' uses, erased with the memory and with the person.
+conversation_uses = Table(
+    "conversation_uses",
+    metadata,
+    Column("owner_id", String(200), primary_key=True),
+    Column("scope", String(200), primary_key=True),
+    Column("app_id", String(64), primary_key=True),
+    Column("conversation", String(64), primary_key=True),
+    Column("memory_id", String(64), primary_key=True),
+    Column("first_at", UTCDateTime, nullable=False),
+    Column("last_at", UTCDateTime, nullable=False),
+    Index("ix_conversation_uses_last_at", "last_at"),
+)
+
 # Consolidation in the background (portal.services.jobs): one row per conversation sent with
 # "wait": false. `work` (the transcript and the host's settings, JSON) is encrypted like memory text
 # and cleared once the job is over; `result` holds counts and codes only. The id is random (made by
@@ -289,7 +310,7 @@ encryption_check = Table(
 
 OWNER_TABLES = (
     memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones,
-    memory_places, app_controls, app_uses, consolidation_jobs,
+    memory_places, app_controls, app_uses, conversation_uses, consolidation_jobs,
 )
 
 # API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,

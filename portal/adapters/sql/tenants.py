@@ -28,6 +28,7 @@ class Tenants:
     def __init__(self, bind: Bind) -> None:
         self.bind = bind
         self._cache: dict[str, tuple[float, bool]] = {}
+        self._learnt: dict[str, tuple[float, int | None]] = {}
         self._guard = threading.Lock()
         self.switched: set[str] = set()
 
@@ -66,6 +67,27 @@ class Tenants:
         with self._guard:
             self._cache.pop(tenant_id, None)
 
+    def set_learnt_days(self, tenant_id: str, days: int | None) -> bool:
+        """The tenant's default "forget what the assistant learns after N days" (None or 0: never)."""
+        with writing(self.bind) as conn:
+            done = conn.execute(update(tenants).where(tenants.c.id == tenant_id).values(learnt_days=days or None)).rowcount
+        with self._guard:
+            self._learnt.pop(tenant_id, None)
+        return bool(done)
+
+    def learnt_days(self, place: Place) -> int | None:
+        """The default of this place's tenant, read through the same short cache as the AI switch."""
+        now = time.monotonic()
+        with self._guard:
+            cached = self._learnt.get(place.scope)
+        if cached and cached[0] > now:
+            return cached[1]
+        with reading(self.bind) as conn:
+            value = conn.execute(select(tenants.c.learnt_days).where(tenants.c.id == place.scope)).scalar()
+        with self._guard:
+            self._learnt[place.scope] = (now + AI_SWITCH_TTL, value)
+        return value
+
     def ai_enabled(self, place: Place) -> bool:
         """The tenant's switch for this place's scope; a scope that is no tenant is on."""
         now = time.monotonic()
@@ -86,4 +108,4 @@ def _values(tenant: Tenant) -> dict[str, object]:
 
 
 def _tenant(row: RowMapping) -> Tenant:
-    return Tenant(row["id"], row["name"], bool(row["ai_enabled"]), row["created_at"])
+    return Tenant(row["id"], row["name"], bool(row["ai_enabled"]), row["created_at"], row["learnt_days"])

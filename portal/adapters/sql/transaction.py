@@ -8,6 +8,8 @@ import builtins
 import json
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, RootTransaction, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
+from portal.adapters.sql.conversations import PlaceConversations
 from portal.adapters.sql.records import PlaceRecords
 from portal.adapters.sql.search import mean_vector, nearest_rows, words_ranking
 from portal.adapters.sql.statements import (
@@ -32,12 +35,14 @@ from portal.adapters.sql.statements import (
     could_be_id,
     pg_vector,
     sources_of,
+    usable_by,
 )
 from portal.adapters.sql.tables import (
     memories,
     memory_revisions,
 )
 from portal.adapters.sql.writing import PlaceWriting
+from portal.domain.decisions import withheld_of
 from portal.domain.recall.index import Entry, PlaceIndex
 from portal.domain.recall.ranking import bag, words_top
 from portal.domain.text import terms
@@ -51,7 +56,7 @@ M = memories.c
 R = memory_revisions.c
 
 
-class SqlTx(PlaceRecords, PlaceWriting):
+class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
     """One transaction on one place (see `portal.ports.StoreTx`)."""
 
     def __init__(self, store: SqlStore, conn: Connection, trans: RootTransaction, place: Place, writable: bool = False) -> None:
@@ -74,6 +79,9 @@ class SqlTx(PlaceRecords, PlaceWriting):
         self._index: PlaceIndex | None | bool = False  # False: not looked up yet
         # The place as the bound parameters of the statements built once below.
         self.bound = {"place_owner": place.owner_id, "place_scope": place.scope}
+        # What this transaction reads is what is still kept now (by the store's clock): a memory
+        # past its expiry is in no answer, though the sweep may not have erased it yet.
+        self.now = store.clock()
 
     def commit(self) -> None:
         if self.changed and not self.token_gone:
@@ -126,12 +134,13 @@ class SqlTx(PlaceRecords, PlaceWriting):
         postgres = self.store.postgres
         vector = type_coerce(func.vector_send(M.embedding) if postgres else M.embedding, LargeBinary)
         rows = self.conn.execute(
-            select(M.id, M.kind, M.created_at, words, M.embedding_model, M.embedding_dim, vector)
+            select(M.id, M.kind, M.created_at, words, M.embedding_model, M.embedding_dim, vector, M.expires_at,
+                   M.withheld)
             .where(self.here(), M.state == "active")
         ).all()
         entries = []
         shared: dict[str, str] = {}
-        for memory_id, kind, created_at, stored, model, _dim, raw in rows:
+        for memory_id, kind, created_at, stored, model, _dim, raw, expires_at, withheld in rows:
             found = None
             if raw is not None and model:
                 found = Embedding(model, pg_vector(raw) if postgres else np.frombuffer(raw, dtype=np.float32))
@@ -139,7 +148,8 @@ class SqlTx(PlaceRecords, PlaceWriting):
             # One string per term within this index: a person's memories share most of their terms.
             # Not sys.intern: interned strings live as long as the process on some Pythons (3.12),
             # and an erased person's words must not.
-            entries.append(Entry(memory_id, kind, created_at, [shared.setdefault(t, t) for t in toks], found))
+            entries.append(Entry(memory_id, kind, created_at, [shared.setdefault(t, t) for t in toks], found,
+                                 expires_at, withheld_of(withheld)))
         return entries
 
     # ---------------------------------------------------------------- reading
@@ -147,14 +157,14 @@ class SqlTx(PlaceRecords, PlaceWriting):
     def get(self, memory_id: str) -> Memory | None:
         if not could_be_id(memory_id):
             return None
-        row = self.conn.execute(GET, {**self.bound, "memory_id": memory_id}).mappings().first()
+        row = self.conn.execute(GET, {**self.bound, "memory_id": memory_id, "now": self.now}).mappings().first()
         return self._memory(row) if row else None
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
         wanted = [i for i in ids if could_be_id(i)]
         if not wanted:
             return []
-        rows = self.conn.execute(GET_MANY, {**self.bound, "ids": wanted}).mappings().all()
+        rows = self.conn.execute(GET_MANY, {**self.bound, "ids": wanted, "now": self.now}).mappings().all()
         by_id = {r["id"]: self._memory(r) for r in rows}
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
 
@@ -170,21 +180,24 @@ class SqlTx(PlaceRecords, PlaceWriting):
         return [self._memory(r) for r in self.conn.execute(query).mappings()]
 
     def count(self, state: str = "active") -> int:
-        return int(self.conn.execute(select(func.count()).where(self.here(), M.state == state)).scalar_one())
+        return int(self.conn.execute(select(func.count()).where(self.here(), M.state == state, *self.live())).scalar_one())
 
     def find_words(self, words_key: str) -> Memory | None:
-        row = self.conn.execute(FIND_WORDS, {**self.bound, "words_key": words_key}).mappings().first()
+        row = self.conn.execute(FIND_WORDS, {**self.bound, "words_key": words_key, "now": self.now}).mappings().first()
         return self._memory(row) if row else None
 
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        filters = self.at_now(filters)
         index = self.place_index(filters)
         return index.nearest(query, limit, filters) if index else nearest_rows(self, query, limit, filters)
 
     def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        filters = self.at_now(filters)
         index = self.place_index(filters)
         return index.mean_vector(model, dim, filters) if index else mean_vector(self, model, dim, filters)
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        filters = self.at_now(filters)
         index = self.place_index(filters)
         if index:
             return index.search_words(query, limit, filters)
@@ -238,7 +251,17 @@ class SqlTx(PlaceRecords, PlaceWriting):
             where.append(M.created_at > filters.created_after)
         if filters.created_before is not None:
             where.append(M.created_at < filters.created_before)
-        return where
+        if filters.app is not None:
+            where.append(usable_by(filters.app))
+        return [*where, *self.live(filters.alive_at)]
+
+    def at_now(self, filters: Filters) -> Filters:
+        """The filters, as of this transaction's now unless they name their own moment."""
+        return filters if filters.alive_at is not None else replace(filters, alive_at=self.now)
+
+    def live(self, at: datetime | None = None) -> builtins.list[ColumnElement[bool]]:
+        """Still kept at `at` (this transaction's now by default): see `Memory.alive_at`."""
+        return [M.expires_at.is_(None) | (M.expires_at > (at or self.now))]
 
     # ---------------------------------------------------------------- rows
 
@@ -253,6 +276,7 @@ class SqlTx(PlaceRecords, PlaceWriting):
             embedding=Embedding(r["embedding_model"], vector) if vector is not None and r["embedding_model"] else None,
             last_op=r["last_op"], words_key=r["words_key"],
             attributes=json.loads(self.store.decrypt(r["attributes"])) if r["attributes"] is not None else None,
+            expires_at=r["expires_at"], withheld=withheld_of(r["withheld"]),
         )
 
     def _revision(self, r: RowMapping) -> Revision:

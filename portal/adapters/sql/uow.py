@@ -110,6 +110,7 @@ def purge(conn: Connection, postgres: bool, owner_id: str, scopes: Sequence[str]
     return PurgeCounts(
         memories=counts["memories"], revisions=counts["memory_revisions"], settings=counts["memory_settings"],
         refs=counts["consolidation_refs"], receipts=counts["idempotency_receipts"],
-        tombstones=counts["memory_tombstones"], app_uses=counts["app_uses"], app_controls=counts["app_controls"],
+        tombstones=counts["memory_tombstones"],
+        app_uses=counts["app_uses"] + counts["conversation_uses"], app_controls=counts["app_controls"],
         jobs=counts["consolidation_jobs"],
     )

@@ -17,9 +17,18 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.engine import place_lock_key
-from portal.adapters.sql.statements import INSERT_COUNTING, MARK_USED, MARK_USED_PG, could_be_id, pg_vector, sources_json
-from portal.adapters.sql.tables import memories, memory_revisions
+from portal.adapters.sql.statements import (
+    INSERT_COUNTING,
+    MARK_USED,
+    MARK_USED_PG,
+    app_pattern,
+    could_be_id,
+    pg_vector,
+    sources_json,
+)
+from portal.adapters.sql.tables import conversation_uses, memories, memory_revisions
 from portal.adapters.sql.tx_state import PlaceTxState
+from portal.domain.decisions import withheld_json
 from portal.domain.text import search_text
 from portal.domain.types import Memory, Revision
 
@@ -29,6 +38,7 @@ R = memory_revisions.c
 
 class PlaceWriting(PlaceTxState):
     # Given by `PlaceRecords` and `SqlTx`.
+    now: datetime
     here: Callable[..., ColumnElement[bool]]
     _memory: Callable[[RowMapping], Memory]
     _revision: Callable[[RowMapping], Revision]
@@ -104,12 +114,15 @@ class PlaceWriting(PlaceTxState):
             delete(memory_revisions).where(self.here(memory_revisions), R.memory_id.in_(wanted))
         ).rowcount
         removed = self.conn.execute(delete(memories).where(self.here(), M.id.in_(wanted))).rowcount
+        self.conn.execute(delete(conversation_uses).where(self.here(conversation_uses),
+                                                          conversation_uses.c.memory_id.in_(wanted)))
         self._erased_rows(removed, revisions)
         return removed, revisions
 
     def remove_all(self) -> tuple[int, int]:
         revisions = self.conn.execute(delete(memory_revisions).where(self.here(memory_revisions))).rowcount
         removed = self.conn.execute(delete(memories).where(self.here())).rowcount
+        self.conn.execute(delete(conversation_uses).where(self.here(conversation_uses)))
         self._erased_rows(removed, revisions)
         return removed, revisions
 
@@ -138,11 +151,13 @@ class PlaceWriting(PlaceTxState):
             update(memories).where(self.here(), M.id.in_(wanted), M.state == "active").values(last_used_at=at)
         ).rowcount
 
-    def mark_used_returning(self, ids: Sequence[str], at: datetime) -> builtins.list[Memory]:
+    def mark_used_returning(self, ids: Sequence[str], at: datetime, app_id: str | None = None) -> builtins.list[Memory]:
+        """Mark them used and read them back, those alive and (for an app) usable by it only."""
         wanted = list(dict.fromkeys(i for i in ids if could_be_id(i)))
         if not wanted:
             return []
-        values = {**self.bound, "ids": wanted, "used_at": at}
+        values = {**self.bound, "ids": wanted, "used_at": at, "now": self.now, "everyone": app_id is None,
+                  "app_pattern": app_pattern(app_id)}
         if self.store.postgres:
             values["lock_key"] = place_lock_key(self.place.owner_id, self.place.scope)
         if self.store.postgres:
@@ -178,5 +193,6 @@ class PlaceWriting(PlaceTxState):
             "embedding_model": e.model if e else None, "embedding_dim": e.dim if e else None,
             "embedding": e.vector if e else None,
             "attributes": self.store.encrypt(json.dumps(m.attributes, ensure_ascii=False)) if m.attributes else None,
+            "expires_at": m.expires_at, "withheld": withheld_json(m.withheld),
         }
 

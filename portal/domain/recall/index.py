@@ -36,6 +36,8 @@ class Entry:
     created_at: datetime
     terms: Sequence[str]
     embedding: Embedding | None
+    expires_at: datetime | None = None
+    withheld: tuple[str, ...] = ()
 
 
 class PlaceIndex:
@@ -45,7 +47,7 @@ class PlaceIndex:
 
     __slots__ = (
         "token", "nbytes", "_ids", "_kind_of", "_created_at", "_kinds", "_created", "_terms", "_bags", "_words",
-        "_spaces", "_means", "_embeddings", "_known",
+        "_spaces", "_means", "_embeddings", "_known", "_expiring", "_withheld",
     )
 
     def __init__(self, token: str, entries: Sequence[Entry]) -> None:
@@ -64,6 +66,10 @@ class PlaceIndex:
         self._words: WordIndex | None = None
         self._embeddings: dict[str, Embedding] | None = None
         self._known: frozenset[str] | None = None
+        # The few memories that expire or that some app may not receive, by position: most have
+        # neither, and a filter on them then costs nothing.
+        self._expiring = [(p, e.expires_at.timestamp()) for p, e in enumerate(ordered) if e.expires_at is not None]
+        self._withheld = [(p, e.withheld) for p, e in enumerate(ordered) if e.withheld]
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
         grouped: dict[tuple[str, int], list[int]] = {}
@@ -92,18 +98,37 @@ class PlaceIndex:
 
     def _passing(self, filters: Filters) -> np.ndarray | None:
         """Which memories pass the filters (a boolean mask over _ids), None when all do."""
+        mask = self._decided(filters)
         if filters.kinds is None and filters.created_after is None and filters.created_before is None:
-            return None
+            return mask
         if self._kinds is None or self._created is None:
             self._kinds = np.array(self._kind_of, dtype=object)
             self._created = np.array([t.timestamp() for t in self._created_at], dtype=np.float64)
-        mask = np.ones(len(self._ids), dtype=bool)
+        if mask is None:
+            mask = np.ones(len(self._ids), dtype=bool)
         if filters.kinds is not None:
             mask &= np.isin(self._kinds, list(filters.kinds))
         if filters.created_after is not None:
             mask &= self._created > filters.created_after.timestamp()
         if filters.created_before is not None:
             mask &= self._created < filters.created_before.timestamp()
+        return mask
+
+    def _decided(self, filters: Filters) -> np.ndarray | None:
+        """The mask of what the person's decisions leave: not expired at `alive_at`, usable by
+        `app`; None when they leave everything."""
+        mask = None
+        if filters.alive_at is not None and self._expiring:
+            moment = filters.alive_at.timestamp()
+            gone = [p for p, at in self._expiring if at <= moment]
+            if gone:
+                mask = np.ones(len(self._ids), dtype=bool)
+                mask[gone] = False
+        if filters.app is not None and self._withheld:
+            barred = [p for p, apps in self._withheld if "*" in apps or filters.app in apps]
+            if barred:
+                mask = np.ones(len(self._ids), dtype=bool) if mask is None else mask
+                mask[barred] = False
         return mask
 
     def _space(self, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray] | None:

@@ -1,0 +1,77 @@
+"""Which memories the assistant was given in which conversation of which app (issue 29): one row
+per conversation and memory, its first and last time. Content-free: the conversation is a digest
+of the assistant's reference. A mixin of `SqlTx` (its `conn`, `place`, `bound` and `store`)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.sql.elements import ColumnElement
+
+from portal.adapters.sql.tables import conversation_uses
+from portal.adapters.sql.tx_state import PlaceTxState
+from portal.domain.apps import Conversation, ConversationCount
+
+C = conversation_uses.c
+
+
+def _upsert(upsert: Any) -> Any:
+    statement = upsert(conversation_uses).values(
+        owner_id=bindparam("place_owner"), scope=bindparam("place_scope"), app_id=bindparam("app_id"),
+        conversation=bindparam("conversation"), memory_id=bindparam("memory_id"),
+        first_at=bindparam("at", type_=C.first_at.type), last_at=bindparam("at", type_=C.last_at.type),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[C.owner_id, C.scope, C.app_id, C.conversation, C.memory_id],
+        set_={"last_at": statement.excluded.last_at},
+    )
+
+
+UPSERT_PG = _upsert(pg_insert)
+UPSERT_SQLITE = _upsert(sqlite_insert)
+
+
+class PlaceConversations(PlaceTxState):
+    here: Any  # given by PlaceRecords
+
+    def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
+        wanted = list(dict.fromkeys(memory_ids))
+        if not wanted:
+            return
+        statement = UPSERT_PG if self.store.postgres else UPSERT_SQLITE
+        self.conn.execute(statement, [{**self.bound, "app_id": app_id, "conversation": conversation, "memory_id": m,
+                                       "at": at} for m in wanted])
+
+    def conversations(self, limit: int = 50) -> builtins.list[Conversation]:
+        where: ColumnElement[bool] = self.here(conversation_uses)
+        latest = (select(C.app_id, C.conversation, func.min(C.first_at).label("first_at"),
+                         func.max(C.last_at).label("last_at"))
+                  .where(where).group_by(C.app_id, C.conversation)
+                  .order_by(func.max(C.last_at).desc(), C.app_id, C.conversation).limit(limit))
+        found = self.conn.execute(latest).all()
+        if not found:
+            return []
+        wanted = {(r.app_id, r.conversation) for r in found}
+        members: dict[tuple[str, str], list[tuple[datetime, str]]] = {}
+        rows = self.conn.execute(select(C.app_id, C.conversation, C.memory_id, C.last_at).where(
+            where, C.conversation.in_([r.conversation for r in found])))
+        for app_id, conversation, memory_id, last_at in rows:
+            if (app_id, conversation) in wanted:
+                members.setdefault((app_id, conversation), []).append((last_at, memory_id))
+        return [Conversation(r.app_id, r.conversation, r.first_at, r.last_at,
+                             tuple(m for _, m in sorted(members.get((r.app_id, r.conversation), []),
+                                                        key=lambda pair: (-pair[0].timestamp(), pair[1]))))
+                for r in found]
+
+    def conversation_counts(self, memory_id: str) -> builtins.list[ConversationCount]:
+        rows = self.conn.execute(
+            select(C.app_id, func.count().label("n"), func.max(C.last_at).label("last_at"))
+            .where(self.here(conversation_uses), C.memory_id == memory_id).group_by(C.app_id)
+            .order_by(func.max(C.last_at).desc(), C.app_id))
+        return [ConversationCount(r.app_id, int(r.n), r.last_at) for r in rows]
