@@ -1,0 +1,182 @@
+"""The store contract on what a person decides about each memory (issue 29): a memory past its
+`expires_at` is in no answer of any read, by the store's clock, and `expired` finds it for the
+sweep; a memory withheld from an app (`Filters.app`) is left out of that app's lists and rankings
+and of its use marks; which memories served which conversation of which app, kept, counted, erased
+with the memory and the person, pruned with the uses; the person's `learnt_days` setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+from portal.contract.base import ALL, ContractBase
+from portal.domain.types import Memory, Place
+from portal.ports import Filters, Settings, Store
+
+# App ids a LIKE pattern could misread: wildcards, a quote, a backslash.
+ODD_APPS = ("app%", "ap_", 'a"pp', "a\\pp")
+
+
+class DecisionsContract(ContractBase):
+    """Expiry, "don't use this" and conversation uses, through the protocol."""
+
+    @contextmanager
+    def clock_at(self, store: Store, seconds: float) -> Iterator[None]:
+        before = store.clock
+        store.clock = lambda: self.at(seconds)
+        try:
+            yield
+        finally:
+            store.clock = before
+
+    def seen_by_every_read(self, store: Store, place: Place, memory: Memory) -> dict[str, bool]:
+        with store.read(place) as tx:
+            return {
+                "get": tx.get(memory.id) is not None,
+                "get_many": bool(tx.get_many([memory.id])),
+                "list": memory.id in [m.id for m in tx.list(Filters())],
+                "list_all": memory.id in [m.id for m in tx.list(ALL)],
+                "count": tx.count() == 1,
+                "find_words": tx.find_words(memory.words_key) is not None,
+                "nearest": memory.id in [i for i, _ in tx.nearest(self.embedding(1, 0), 5, Filters())],
+                "words": memory.id in [i for i, _ in self.search_words(store, tx, "kayak", 5, Filters())],
+                "mean": tx.mean_vector(self.embedding(1, 0).model, self.vector_dimensions, Filters()) is not None,
+            }
+
+    def test_an_expired_memory_is_in_no_answer_and_the_sweep_finds_it(self, store: Store) -> None:
+        here = self.place(store)
+        (memory,) = self.add(store, here, "Rents a kayak on Sundays", expires_at=self.at(500),
+                             embedding=self.embedding(1, 0))
+        with self.clock_at(store, 499):
+            assert all(self.seen_by_every_read(store, here, memory).values())
+            assert store.expired(self.at(499), 10) == []
+            assert [m.id for m in store.mark_used(here, [memory.id], self.at(499))] == [memory.id]
+        with self.clock_at(store, 500):
+            assert not any(self.seen_by_every_read(store, here, memory).values())
+            assert store.mark_used(here, [memory.id], self.at(500)) == []
+            assert store.expired(self.at(500), 10) == [(here, memory.id)]
+            with store.write(here) as tx:
+                assert tx.remove([memory.id]) == (1, 0)
+                tx.commit()
+            assert store.expired(self.at(10_000), 10) == []
+
+    def test_an_expiry_is_kept_changed_and_cleared(self, store: Store) -> None:
+        here = self.place(store)
+        (memory,) = self.add(store, here, "Rents a kayak", expires_at=self.at(900))
+        with self.clock_at(store, 10):
+            self.assert_same(self.read(store, here, memory.id), memory)
+            with store.write(here) as tx:
+                assert tx.save(memory.copy(expires_at=None), memory.revision)
+                tx.commit()
+            assert self.read(store, here, memory.id).expires_at is None  # type: ignore[union-attr]
+        with self.clock_at(store, 10_000):
+            assert self.read(store, here, memory.id) is not None
+            assert store.expired(self.at(10_000), 10) == []
+
+    def test_expired_lists_every_place_soonest_first_up_to_the_limit(self, store: Store) -> None:
+        here, other_owner, other_scope = self.places3(store)
+        (late,) = self.add(store, here, "late", expires_at=self.at(300))
+        (early,) = self.add(store, other_owner, "early", expires_at=self.at(100))
+        (middle,) = self.add(store, other_scope, "middle", expires_at=self.at(200))
+        self.add(store, here, "never")
+        assert store.expired(self.at(1000), 10) == [(other_owner, early.id), (other_scope, middle.id), (here, late.id)]
+        assert store.expired(self.at(1000), 2) == [(other_owner, early.id), (other_scope, middle.id)]
+        assert store.expired(self.at(150), 10) == [(other_owner, early.id)]
+
+    def test_a_withheld_memory_is_left_out_for_that_app_only(self, store: Store) -> None:
+        here = self.place(store)
+        free, from_all, from_one = self.add(store, here, "kayak one", "kayak two", "kayak three",
+                                            embedding=self.embedding(1, 0))
+        with store.write(here) as tx:
+            tx.save(from_all.copy(withheld=("*",)), 1)
+            tx.save(from_one.copy(withheld=("app-1", *ODD_APPS)), 1)
+            tx.commit()
+        everyone = {free.id, from_all.id, from_one.id}
+        for app, expected in (
+            (None, everyone), ("app-1", {free.id}), ("app-2", {free.id, from_one.id}),
+            *((odd, {free.id}) for odd in ODD_APPS), ("app", {free.id, from_one.id}), ("a", {free.id, from_one.id}),
+        ):
+            filters = Filters(app=app)
+            with store.read(here) as tx:
+                assert {m.id for m in tx.list(filters)} == expected, app
+                assert {i for i, _ in tx.nearest(self.embedding(1, 0), 10, filters)} == expected, app
+                assert {i for i, _ in self.search_words(store, tx, "kayak", 10, filters)} == expected, app
+            marked = store.mark_used(here, sorted(everyone), self.at(50), app_id=app)
+            assert {m.id for m in marked} == expected, app
+        with store.read(here) as tx:  # the person keeps and sees everything
+            got = {m.id: m.withheld for m in tx.list(ALL)}
+        assert got == {free.id: (), from_all.id: ("*",), from_one.id: ("app-1", *ODD_APPS)}
+
+    def test_withholding_a_cached_memory_takes_it_out_of_the_next_ranking(self, store: Store) -> None:
+        here = self.place(store)
+        (memory,) = self.add(store, here, "kayak", embedding=self.embedding(1, 0))
+        with store.read(here) as tx:  # a ranking fills whatever cache the store keeps
+            assert [i for i, _ in tx.nearest(self.embedding(1, 0), 5, Filters(app="app-1"))] == [memory.id]
+        with store.write(here) as tx:
+            tx.save(memory.copy(withheld=("app-1",)), 1)
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.nearest(self.embedding(1, 0), 5, Filters(app="app-1")) == []
+            assert self.search_words(store, tx, "kayak", 5, Filters(app="app-1")) == []
+            assert [i for i, _ in tx.nearest(self.embedding(1, 0), 5, Filters(app="app-2"))] == [memory.id]
+
+    def test_conversations_keep_which_memories_each_was_given(self, store: Store) -> None:
+        here, other_owner, _ = self.places3(store)
+        a, b = self.add(store, here, "kayak", "tea")
+        store.mark_used(here, [a.id, b.id], self.at(10), app_id="app-1", conversation="c1")
+        store.record_uses(here, "app-1", "read", [a.id], self.at(20), conversation="c1")
+        store.record_uses(here, "app-2", "read", [b.id, "no-such-id"], self.at(30), conversation="c2")
+        store.mark_used(here, [a.id], self.at(40), app_id="app-1")  # no conversation named: none kept
+        with store.read(here) as tx:
+            found = tx.conversations()
+            assert [(c.app_id, c.key, c.first_at, c.last_at, c.memory_ids) for c in found] == [
+                ("app-2", "c2", self.at(30), self.at(30), (b.id,)),
+                ("app-1", "c1", self.at(10), self.at(20), (a.id, b.id)),
+            ]
+            assert tx.conversations(limit=1)[0].key == "c2"
+            assert [(c.app_id, c.conversations, c.last_at) for c in tx.conversation_counts(a.id)] == [
+                ("app-1", 1, self.at(20))]
+            assert [(c.app_id, c.conversations) for c in tx.conversation_counts(b.id)] == [("app-2", 1), ("app-1", 1)]
+        with store.read(other_owner) as tx:
+            assert tx.conversations() == [] and tx.conversation_counts(a.id) == []
+
+    def test_a_forgotten_memory_leaves_its_conversations_and_erasure_takes_them_all(self, store: Store) -> None:
+        here = self.place(store)
+        a, b = self.add(store, here, "kayak", "tea")
+        store.mark_used(here, [a.id, b.id], self.at(10), app_id="app-1", conversation="c1")
+        with store.write(here) as tx:
+            tx.remove([a.id])
+            tx.commit()
+        with store.read(here) as tx:
+            assert [c.memory_ids for c in tx.conversations()] == [(b.id,)]
+            assert tx.conversation_counts(a.id) == []
+        counts = store.purge_owner(here.owner_id)
+        assert counts.app_uses >= 2  # the app's use and the conversation's
+        with store.read(here) as tx:
+            assert tx.conversations() == []
+
+    def test_conversations_are_pruned_with_the_uses(self, store: Store) -> None:
+        here = self.place(store)
+        a, b = self.add(store, here, "kayak", "tea")
+        store.mark_used(here, [a.id], self.at(10), app_id="app-1", conversation="old")
+        store.mark_used(here, [b.id], self.at(1000), app_id="app-1", conversation="new")
+        assert store.prune_uses(self.at(500)) >= 2  # the old use and the old conversation
+        with store.read(here) as tx:
+            assert [c.key for c in tx.conversations()] == ["new"]
+
+    def test_the_learnt_days_setting_is_kept_beside_the_pause(self, store: Store) -> None:
+        here, other_owner, _ = self.places3(store)
+        with store.write(here) as tx:
+            tx.set_settings(Settings(paused=True, learnt_days=90))
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.settings() == Settings(paused=True, learnt_days=90)
+        with store.write(here) as tx:
+            tx.set_settings(replace(tx.settings(), paused=False))
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.settings() == Settings(paused=False, learnt_days=90)
+        with store.read(other_owner) as tx:
+            assert tx.settings().learnt_days is None
