@@ -8,7 +8,7 @@ before it, never while the place's lock is held. Refusals are raised (`Refused`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,7 +18,7 @@ from portal.domain.decisions import expiry_of, learnt_expiry
 from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.text import words_key
 from portal.domain.types import CHANNELS, ORIGINS, Embedding, Holding, Memory, Place, Saved, Source, as_place
-from portal.ports import StoreTx, as_vector
+from portal.ports import StoreTx
 
 from .context import Context, pid
 from .drafts import Draft, draft, duplicate_of, edit_draft, meet_duplicate, provenance, replaced_wording, trim
@@ -301,33 +301,6 @@ class Memories:
             tx.commit()
         log.info("memory.erase_history place=%s id=%s revisions=%d", pid(place), memory_id, erased)
         return erased
-
-    def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
-        """Give a vector to memories without one, or re-embed those of another model. Resumable:
-        a memory whose revision moved meanwhile is skipped and picked up by the next run."""
-        ctx = self.ctx
-        if ctx.embedder is None:
-            return 0
-        done = 0
-        seen: set[tuple[Place, str, int]] = set()
-        while limit is None or done < limit:
-            size = batch if limit is None else min(batch, limit - done)
-            pending = ctx.store.needing_vector(ctx.embedder.model_id, None, size + len(seen))
-            fresh = [t for t in pending if (t.place, t.id, t.revision) not in seen][:size]
-            if not fresh:
-                break
-            seen.update((t.place, t.id, t.revision) for t in fresh)
-            todo = [t for t in fresh if ctx.ai_enabled(t.place)]
-            if not todo:
-                continue
-            vectors, model = ctx.embedder.embed([ctx.mask(t.text, t.place) for t in todo], "document")
-            for item, vector in zip(todo, vectors, strict=True):
-                embedding = Embedding(model, as_vector(vector))
-                if ctx.store.set_embedding(item.place, item.id, item.revision, item.updated_at, embedding):
-                    done += 1
-            if progress:
-                progress(len(todo))
-        return done
 
 
 def _try_draft(ctx: Context, place: Place, *args: Any) -> Draft | Refused:

@@ -48,6 +48,7 @@ from .portability import Imported, Portability
 from .privacy import Privacy
 from .recall import Recall
 from .retention import PruneCounts, Retention
+from .vectors import reindex
 
 
 class MemoryService:
@@ -184,7 +185,7 @@ class MemoryService:
         return self.memories.erase_history(place, memory_id)
 
     def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
-        return self.memories.reindex(limit, progress, batch)
+        return reindex(self.ctx, limit, progress, batch)
 
     # finding the person when an API names none (mem0's routes)
     def place_of(self, scope: str, memory_id: str) -> Place:

@@ -1,20 +1,49 @@
-"""The in-memory store's twin of `portal.adapters.sql.conversations`: which memories each
-conversation of each app was given, first and last; a mixin of its transaction."""
+"""Connected apps in a place of the in-memory store: what the person decided about each app, the
+apps' uses, and which memories each conversation of each app was given (the twin of
+`portal.adapters.sql.conversations`); a mixin of its transaction."""
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from portal.adapters.memory.places import _PlaceData
-from portal.domain.apps import Conversation, ConversationCount
+from portal.domain.apps import AppUse, Conversation, ConversationCount
 
 
 class PlaceConversations:
     _data: _PlaceData
     _w: Any  # given by the transaction
+
+    def app_control(self, app_id: str) -> str | None:
+        return self._data.controls.get(app_id)
+
+    def app_controls(self) -> dict[str, str]:
+        return dict(self._data.controls)
+
+    def set_app_control(self, app_id: str, state: str | None, at: datetime) -> bool:
+        if self._data.controls.get(app_id) == state:
+            return False
+        controls = self._w().controls
+        if state is None:
+            controls.pop(app_id, None)
+        else:
+            controls[app_id] = state
+        return True
+
+    def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
+        day = at.astimezone(UTC).date()
+        uses = self._w().uses if memory_ids else {}
+        for memory_id in dict.fromkeys(memory_ids):
+            key = (app_id, memory_id, action, day)
+            before = uses.get(key)
+            uses[key] = AppUse(app_id, memory_id, action, day, (before.count if before else 0) + 1, at)
+
+    def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
+        found = [u for u in self._data.uses.values() if memory_id is None or u.memory_id == memory_id]
+        return sorted(found, key=lambda u: (-u.last_at.timestamp(), u.app_id, u.memory_id, u.action))
 
     def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:

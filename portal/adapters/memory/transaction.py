@@ -11,14 +11,13 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from portal.adapters.memory.conversations import PlaceConversations
 from portal.adapters.memory.places import RefClaim, _PlaceData, matches, newest_first
-from portal.domain.apps import AppUse
 from portal.domain.audit import AuditEntry
 from portal.domain.jobs import Job, content_free
 from portal.domain.recall.index import Entry, PlaceIndex
@@ -295,35 +294,6 @@ class _Tx(PlaceConversations):
             return False
         self._w().receipts[key] = replace(found, lease_until=lease_until)
         return True
-
-    # connected apps
-    def app_control(self, app_id: str) -> str | None:
-        return self._data.controls.get(app_id)
-
-    def app_controls(self) -> dict[str, str]:
-        return dict(self._data.controls)
-
-    def set_app_control(self, app_id: str, state: str | None, at: datetime) -> bool:
-        if self._data.controls.get(app_id) == state:
-            return False
-        controls = self._w().controls
-        if state is None:
-            controls.pop(app_id, None)
-        else:
-            controls[app_id] = state
-        return True
-
-    def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
-        day = at.astimezone(UTC).date()
-        uses = self._w().uses if memory_ids else {}
-        for memory_id in dict.fromkeys(memory_ids):
-            key = (app_id, memory_id, action, day)
-            before = uses.get(key)
-            uses[key] = AppUse(app_id, memory_id, action, day, (before.count if before else 0) + 1, at)
-
-    def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
-        found = [u for u in self._data.uses.values() if memory_id is None or u.memory_id == memory_id]
-        return sorted(found, key=lambda u: (-u.last_at.timestamp(), u.app_id, u.memory_id, u.action))
 
     # consolidation jobs
     def put_job(self, job: Job) -> None:

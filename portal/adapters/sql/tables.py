@@ -7,81 +7,28 @@ SQLite. Times are stored in UTC and read back timezone-aware.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy import (
     Boolean,
     Column,
-    DateTime,
-    ForeignKey,
     Index,
     Integer,
-    LargeBinary,
-    MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
     Text,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator, TypeEngine
 
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp kept in UTC; SQLite's naive values come back marked UTC."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class VectorType(TypeDecorator[np.ndarray]):
-    """pgvector `vector` on PostgreSQL, a float32 blob elsewhere."""
-
-    impl = LargeBinary
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "postgresql":
-            from pgvector.sqlalchemy import VECTOR
-
-            return dialect.type_descriptor(VECTOR())
-        return dialect.type_descriptor(LargeBinary())
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        if value is None:
-            return None
-        vector = np.asarray(value, dtype=np.float32)
-        return vector if dialect.name == "postgresql" else vector.tobytes()
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
-        if value is None:
-            return None
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return np.frombuffer(bytes(value), dtype=np.float32).copy()
-        return np.asarray(value, dtype=np.float32)
+# The column types and metadata (.columns) and the records' tables (.people_tables) are named
+# here too, where migrations, adapters and tests have always found them.
+from portal.adapters.sql.columns import UTCDateTime as UTCDateTime
+from portal.adapters.sql.columns import VectorType as VectorType
+from portal.adapters.sql.columns import metadata as metadata
+from portal.adapters.sql.people_tables import api_keys as api_keys
+from portal.adapters.sql.people_tables import audit_log as audit_log
+from portal.adapters.sql.people_tables import erasure_requests as erasure_requests
+from portal.adapters.sql.people_tables import users as users
 
 
 def _id(name: str = "id", **kw: Any) -> Column[str]:
@@ -311,90 +258,4 @@ encryption_check = Table(
 OWNER_TABLES = (
     memories, memory_revisions, memory_settings, consolidation_refs, idempotency_receipts, memory_tombstones,
     memory_places, app_controls, app_uses, conversation_uses, consolidation_jobs,
-)
-
-# API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,
-# so a fast hash suffices); the plaintext is shown once, when the key is made.
-api_keys = Table(
-    "api_keys",
-    metadata,
-    _id(primary_key=True),
-    Column(
-        "tenant_id",
-        String(64),
-        ForeignKey("tenants.id", ondelete="CASCADE", name="fk_api_keys_tenant_id_tenants"),
-        nullable=False,
-    ),
-    Column("name", String(200), nullable=True),
-    Column("prefix", String(16), nullable=False),
-    Column("secret_hash", String(64), nullable=False),
-    Column("permissions", Text, nullable=False),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("last_used_at", UTCDateTime, nullable=True),
-    Column("revoked_at", UTCDateTime, nullable=True),
-    Index("ix_api_keys_tenant_id", "tenant_id"),
-)
-
-# People and staff who sign in to the portal. `owner_id` is the id under which the assistant
-# backend keeps this person's memories (by default the account's own id).
-users = Table(
-    "users",
-    metadata,
-    _id(primary_key=True),
-    Column("email", String(320), nullable=False, unique=True),
-    Column("name", String(200), nullable=False),
-    Column("password_hash", String(200), nullable=False),
-    Column("role", String(16), nullable=False),
-    Column(
-        "tenant_id",
-        String(64),
-        ForeignKey("tenants.id", ondelete="CASCADE", name="fk_users_tenant_id_tenants"),
-        nullable=False,
-    ),
-    Column("owner_id", String(200), nullable=False),
-    Column("language", String(8), nullable=False),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("last_visit_at", UTCDateTime, nullable=True),
-    # Raised to end every session of the account (sign-out, password change, an admin's say).
-    Column("session_epoch", Integer, nullable=False, server_default="0"),
-    Index("ix_users_tenant_id", "tenant_id"),
-    Index("ix_users_owner_id", "owner_id"),
-)
-
-# Content-free record of what staff, admins and people did: who, what, about whom, where, when,
-# how many — never a memory's words.
-audit_log = Table(
-    "audit_log",
-    metadata,
-    _id(primary_key=True),
-    Column("at", UTCDateTime, nullable=False),
-    Column("actor_id", String(64), nullable=True),
-    Column("actor_role", String(16), nullable=False),
-    Column("action", String(64), nullable=False),
-    Column("subject_owner_id", String(200), nullable=True),
-    Column("scope", String(200), nullable=True),
-    Column("counts", Text, nullable=True),
-    Column("ticket", String(200), nullable=True),
-    Column("reason_code", String(64), nullable=True),
-    Index("ix_audit_log_at", "at"),
-    Index("ix_audit_log_scope_at", "scope", "at"),
-    Index("ix_audit_log_subject", "subject_owner_id"),
-)
-
-# Requests to erase a person (GDPR art. 17), from the person or logged by staff.
-erasure_requests = Table(
-    "erasure_requests",
-    metadata,
-    _id(primary_key=True),
-    Column("tenant_id", String(64), nullable=False),
-    Column("subject_owner_id", String(200), nullable=False),
-    Column("subject_user_id", String(64), nullable=True),
-    Column("ticket", String(200), nullable=True),
-    Column("received_at", UTCDateTime, nullable=False),
-    Column("requested_by", String(16), nullable=False),
-    Column("state", String(16), nullable=False),
-    Column("completed_at", UTCDateTime, nullable=True),
-    Column("completed_by", String(64), nullable=True),
-    Column("counts", Text, nullable=True),
-    Index("ix_erasure_requests_tenant_state", "tenant_id", "state"),
 )
