@@ -30,15 +30,18 @@ def authenticate(permission: str | None) -> Any:
     return key
 
 
-def service() -> MemoryService:
+def service(conversation_ref: str | None = None) -> MemoryService:
     """The service as the calling key's app sees it (`MemoryService.for_app`): what the person
     decided about that app holds — on every endpoint, and on an idempotent replay — and every use
-    it makes is recorded; one view per request."""
+    it makes is recorded, in the assistant's conversation `conversation_ref` when the request names
+    one (recall, portrait, tool calls: a bad one raises InvalidArgument `invalid_conversation_ref`,
+    answered 422); one view per request and conversation."""
     svc: MemoryService = current_app.extensions["memory_runtime"].service
     key = g.get("api_key")
     if key is None:
         return svc
-    view: MemoryService | None = g.get("app_service")
+    views: dict[str | None, MemoryService] = g.setdefault("app_services", {})
+    view = views.get(conversation_ref)
     if view is None:
-        view = g.app_service = svc.for_app(app_of(key))
+        view = views[conversation_ref] = svc.for_app(app_of(key), conversation_ref)
     return view

@@ -21,6 +21,8 @@ from portal.api.schemas import (
     UndoOut,
     UpdateIn,
 )
+from portal.domain.audit import AuditNote
+from portal.domain.errors import Conflict
 from portal.domain.types import Source
 
 MEMORY = "/people/<owner_id>/memories/<memory_id>"
@@ -40,6 +42,7 @@ def register(api: Api) -> None:
         outcome = service().remember(
             call.place, b.text, kind=b.kind, importance=b.importance, role=b.role, explicit=b.explicit,
             on_duplicate=b.on_duplicate, pinned=b.pinned, sources=(Source("api"),), person_name=b.person_name,
+            expires_at=b.expires_at,
         )
         out = SavedOut(memory=MemoryOut.of(outcome.memory), replaced_id=outcome.replaced_id, reinforced=outcome.reinforced)
         return Reply(201, out)
@@ -60,10 +63,15 @@ def register(api: Api) -> None:
         memory = service().get(call.place, call.path["memory_id"])
         return Reply(200, MemoryOut.of(memory))
 
-    @api.route("PATCH", MEMORY, summary="Correct a memory (a new revision; If-Match for compare-and-set)",
+    @api.route("PATCH", MEMORY, summary="Correct a memory (a new revision; If-Match for compare-and-set), its "
+                                        "expiry, or whether apps may use it",
                permission="memories:write", body=UpdateIn, responses={200: MemoryOut, 409: Problem, 422: Problem},
                etag=True, redactable=True)
     def update_memory(call: Call) -> Reply:
+        """`use` false: "don't use this", the memory is withheld from every app, no new revision (`use`
+        true from an app changes nothing: the person allows it again). With other fields, the
+        correction is written first (If-Match checks it), then the use, each in its own unit of work;
+        `use` alone checks If-Match against the memory as it is."""
         b: UpdateIn = call.body
         expected = None
         if request.headers.get("If-Match") is not None:
@@ -71,11 +79,22 @@ def register(api: Api) -> None:
             if not matched:
                 raise ApiProblem(400, "invalid_if_match", 'If-Match takes the ETag, like "3"')
             expected = int(matched.group(1))
-        outcome = service().update(
-            call.place, call.path["memory_id"], text=b.text, kind=b.kind, importance=b.importance, pinned=b.pinned,
-            expected_revision=expected, in_place=b.in_place, sources=(Source("api"),),
-        )
-        return Reply(200, MemoryOut.of(outcome.memory))
+        memory_id, svc = call.path["memory_id"], service()
+        changes = b.model_fields_set - {"use"}
+        memory = None
+        if b.use is None or changes:
+            extra = {"expires_at": b.expires_at} if "expires_at" in changes else {}
+            memory = svc.update(call.place, memory_id, text=b.text, kind=b.kind, importance=b.importance,
+                                pinned=b.pinned, expected_revision=expected, in_place=b.in_place,
+                                sources=(Source("api"),), **extra).memory
+        if b.use is not None:
+            if memory is None and expected is not None:
+                current = svc.reading.get(call.place, memory_id, use=False)
+                if current.revision != expected:
+                    raise Conflict(current.revision)
+            memory = svc.set_use(call.place, memory_id, b.use, audit=AuditNote(call.key.id, "api_key", "memory.use"))
+        assert memory is not None  # written by one of the two: `use` is None, or it is set
+        return Reply(200, MemoryOut.of(memory))
 
     @api.route("POST", MEMORY + "/undo", summary="Take back the last write to a memory", permission="memories:write",
                responses={200: UndoOut, 422: Problem}, redactable=True)

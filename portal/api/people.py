@@ -34,28 +34,31 @@ CONSOLIDATE_MAX_BODY = 1024 * 1024
 
 def register(api: Api) -> None:
     @api.route("POST", PERSON + "/recall", summary="Find the memories that best answer a query",
-               permission="memories:read", body=RecallIn, responses={200: RecallOut}, receipts=False)
+               permission="memories:read", body=RecallIn, responses={200: RecallOut, 422: Problem}, receipts=False)
     def recall(call: Call) -> Reply:
         """Meaning and words fused, best first; each hit says how it was found (`match`). With the AI
         switched off for the tenant, memories are found by their words only (`lexical`): no query is
-        sent to the embedding model. `relevant_only`: no hit for a query about nothing kept."""
+        sent to the embedding model. `relevant_only`: no hit for a query about nothing kept.
+        `conversation_ref`: the hits are recorded as given to that conversation of the app."""
         b: RecallIn = call.body
-        hits = service().recall(call.place, b.query, kinds=b.kinds, after=b.after, before=b.before, limit=b.limit,
-                                min_similarity=b.min_similarity, relevant_only=b.relevant_only)
+        hits = service(b.conversation_ref).recall(call.place, b.query, kinds=b.kinds, after=b.after, before=b.before,
+                                                  limit=b.limit, min_similarity=b.min_similarity,
+                                                  relevant_only=b.relevant_only)
         items = [HitOut(memory=MemoryOut.of(h.memory), score=h.score, match=h.match) for h in hits]  # type: ignore[arg-type]
         return Reply(200, RecallOut(items=items))
 
     @api.route("GET", PERSON + "/portrait", summary="Pinned and important memories for a system prompt",
-               permission="memories:read", query=PortraitQuery, responses={200: PortraitOut})
+               permission="memories:read", query=PortraitQuery, responses={200: PortraitOut, 422: Problem})
     def portrait(call: Call) -> Reply:
         """The person's pinned memories, then those of importance `min_importance` (4) or more, the most
         recently useful first, cut on a whole memory at `max_length` characters. `left_out` counts the
         person's other memories (less important, or no room left): recall finds them. Empty text with
         `left_out` above 0 means nothing is pinned or important enough yet, not that nothing is kept.
-        It works with the AI off."""
+        It works with the AI off. `conversation_ref`: its memories are recorded as given to that
+        conversation of the app."""
         q: PortraitQuery = call.query
-        made = service().portrait(call.place, max_length=q.max_length, min_importance=q.min_importance, format=q.format,
-                                  masked=q.masked, fill=q.fill)
+        made = service(q.conversation_ref).portrait(call.place, max_length=q.max_length, min_importance=q.min_importance,
+                                                    format=q.format, masked=q.masked, fill=q.fill)
         return Reply(200, PortraitOut(text=made.text, ids=made.ids, left_out=made.left_out))
 
     @api.route("POST", PERSON + "/consolidate", summary="Learn from a finished conversation (once per ref)",
@@ -114,7 +117,10 @@ def register(api: Api) -> None:
     @api.route("GET", PERSON + "/export", summary="Everything kept about a person in this tenant",
                permission="memories:read", responses={200: ExportOut})
     def export(call: Call) -> Reply:
-        return Reply(200, ExportOut.model_validate(service().export(call.place)))
+        data = service().export(call.place)
+        for memory in data["memories"]:  # the person's decisions about other apps are not this app's to read
+            memory.pop("withheld_from", None)
+        return Reply(200, ExportOut.model_validate(data))
 
     @api.route("DELETE", PERSON, summary="Erase a person: everything kept under this owner id in the key's tenant",
                permission="erasure", responses={200: PurgeOut}, receipts=False)

@@ -67,6 +67,10 @@ SERVICE_ANSWERS: dict[type[MemoryServiceError], tuple[int, str | None]] = {
 
 # Refusals answered with a status of their own: the person blocked the calling app.
 REFUSAL_STATUS = {"app_blocked": (403, "the person has blocked this app"), "forbidden": (403, None)}
+# Arguments the service checks that a caller chooses (issue 29): refused 422 as a remember's are,
+# whichever call checks them, so a client meets one status for one code.
+REFUSED_ARGUMENTS = {"invalid_expiry", "expiry_in_past", "invalid_conversation_ref", "invalid_use",
+                     "withheld_from_every_app"}
 
 
 def service_problem(exc: MemoryServiceError) -> tuple[int, Problem]:
@@ -74,6 +78,8 @@ def service_problem(exc: MemoryServiceError) -> tuple[int, Problem]:
     status, detail = next((answer for kind, answer in SERVICE_ANSWERS.items() if isinstance(exc, kind)), (500, None))
     if isinstance(exc, NotFound):
         detail = f"no such {exc.what} for this person"
+    if isinstance(exc, InvalidArgument) and exc.code in REFUSED_ARGUMENTS:
+        status, detail = 422, None
     if isinstance(exc, Refused) and exc.code in REFUSAL_STATUS:
         status, detail = REFUSAL_STATUS[exc.code]
     return status, Problem(title=TITLES.get(status, "Error"), status=status, code=exc.code, detail=detail_of(exc.code, detail),

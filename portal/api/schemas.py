@@ -20,6 +20,12 @@ Importance = StrictInt | StrictFloat | Annotated[str, StringConstraints(max_leng
 # A JSON body's true or false: 0, 1, "yes" or "false" are refused, not guessed at (query strings
 # keep pydantic's reading of "true"/"false"/"1"/"0").
 Flag = StrictBool
+# Checked by the service, so a bad one is refused 422 with its code (not a schema's 400): a
+# conversation reference (1 to 200 printable characters, kept as a digest) and an expiry (RFC 3339).
+ConversationRef = Annotated[str | None, Field(None, json_schema_extra={"maxLength": 200}, description=(
+    "the assistant's conversation this answer is for (1 to 200 printable characters): the person sees which "
+    "memories each conversation was given; kept as a digest, never its words. Else 422 invalid_conversation_ref"))]
+Expiry = Annotated[str, StringConstraints(max_length=64), Field(json_schema_extra={"format": "date-time"})]
 
 
 class Strict(BaseModel):
@@ -70,6 +76,8 @@ class MemoryOut(BaseModel):
     attributes: dict[str, Any] | None = Field(None, description=(
         "what the host keeps with the memory besides its words (agent_id, app_id, run_id, metadata, categories, "
         "expiration_date, timestamp: mem0's fields), or null"))
+    expires_at: datetime | None = Field(None, description="when it is forgotten (UTC), or null: kept until forgotten")
+    use: bool = Field(True, description="false: the person said \"don't use this\" (no app receives it)")
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:
@@ -85,6 +93,8 @@ class RememberIn(Strict):
     on_duplicate: Literal["replace", "reinforce"] | None = None
     pinned: Flag = False
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    expires_at: Expiry | None = Field(None, description=(
+        "when to forget it (RFC 3339 with its offset, kept in UTC); 422 invalid_expiry, expiry_in_past"))
 
 
 class SavedOut(BaseModel):
@@ -99,6 +109,11 @@ class UpdateIn(Strict):
     importance: Importance | None = None
     pinned: Flag | None = None
     in_place: Flag = False
+    expires_at: Expiry | None = Field(None, description=(
+        "when to forget it (RFC 3339); null: never; left out: as it was. Pinning drops it"))
+    use: Flag | None = Field(None, description=(
+        "false: \"don't use this\", withheld from every app (the person allows it again in the portal); true "
+        "from an app changes nothing. No new revision"))
 
 
 class ListQuery(Strict):
@@ -144,6 +159,7 @@ class RecallIn(Strict):
     relevant_only: Flag = Field(False, description=(
         "Only memories sharing a word with the query or as close by meaning as the host's relevance "
         "floor (MEMORY_RELEVANCE_FLOOR, 0.2 by default): a query about nothing known finds nothing."))
+    conversation_ref: ConversationRef
 
 
 class HitOut(BaseModel):
@@ -162,6 +178,7 @@ class PortraitQuery(Strict):
     min_importance: int = Field(4, ge=1, le=5)
     masked: bool = False
     fill: bool = False
+    conversation_ref: ConversationRef
 
 
 class PortraitOut(BaseModel):
@@ -301,6 +318,7 @@ class ToolResultOut(BaseModel):
     undo: dict[str, str] | None = None
 
 
+    conversation_ref: ConversationRef
 class ToolFunction(BaseModel):
     name: str
     description: str
