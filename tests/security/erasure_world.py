@@ -23,7 +23,8 @@ from portal.domain.types import Place
 
 from ..api.conftest import API, World
 from ..fakes.llm_server import FakeLLMServer
-from .erasure_routes import background, cli_import, command, mcp_call, portal_import
+from .erasure_expiry import expire_all, expiring
+from .erasure_routes import background, cli_import, command, forget_about, mcp_call, portal_import
 from .scans import holds, rows_naming, strings_in, words_in_files, words_in_postgres_files, words_in_tables
 
 OWNER = "owner-zk81"
@@ -48,15 +49,18 @@ WRITE_PATHS = {
     "job done: transcript": "kqindle", "job done: summary": "zxeltrum", "job failed: transcript": "qzorvane",
     "job queued: transcript": "vqumbert",
     "mem0 add: text": "bxantho", "mem0 add: metadata": "gqualtor",
+    "remember with expiry": "mzorbat", "update with expiry: before": "vjandel", "update with expiry: after": "hjoltin",
+    "conversation ref": "jzembrol",
 }
 # Gone whatever the way, by the end of `seed`: an in-place overwrite and an undo erase a wording, the
 # sweep a person's own earlier wording once its Undo is over, the end of a job its transcript.
 GONE_WHEN_CORRECTED = ("in-place patch: wording replaced", "undo: wording undone", "portal edit: before",
-                       "job done: transcript", "job failed: transcript")
+                       "job done: transcript", "job failed: transcript",
+                       "conversation ref")  # an app's conversation reference: never kept, a digest is
 # A conversation still queued is the person's data until it is learnt: forgetting memories leaves it.
 PURGED_ONLY = ("job queued: transcript",)
 WAYS = ("forget-api", "forget-portal", "forget-tool", "forget-mcp", "erase-everything", "staff-erasure", "api-erasure",
-        "cli-erasure", "mem0-delete-all", "corrected")
+        "cli-erasure", "mem0-delete-all", "expiry", "forget-about", "corrected")
 ERASING = WAYS[:-1]
 FULL = ("staff-erasure", "api-erasure", "cli-erasure")
 PURGING = ("erase-everything", "mem0-delete-all", *FULL)  # mem0's delete_all: the person's erase-everything
@@ -212,6 +216,7 @@ def seed(p: Person, w: dict[str, str], server: FakeLLMServer) -> None:
     portal_import(p, f"Sings {w['portal import']} songs")
     cli_import(p, f"Climbs {w['cli import']} walls")
     assert mcp_call(p, "remember", {"text": f"Fixes {w['mcp remember']} clocks", "importance": 5})["ok"]
+    expiring(p, w)
     background(p, w, server, facts)
     # Time passes: the Undo of the portal edit is over, and the sweep (the worker's periodic task)
     # erases the wording it replaced. The unread summary waits (its retention is longer).
@@ -224,7 +229,7 @@ def later(p: Person, minutes: float) -> None:
     p.world.runtime.service.clock = lambda: base() + timedelta(minutes=minutes)
 
 
-def erase(p: Person, way: str) -> None:
+def erase(p: Person, way: str, words: dict[str, str] | None = None) -> None:
     if way == "forget-api":
         for memory_id in p.ids():
             p.api("DELETE", f"/memories/{memory_id}", expect=204)
@@ -256,6 +261,10 @@ def erase(p: Person, way: str) -> None:
         assert gone.status_code == 200, gone.get_data(as_text=True)[:300]
     elif way == "cli-erasure":
         command(p, "purge-owner", OWNER, "--tenant", p.place.scope, "--yes")
+    elif way == "expiry":  # every memory expires; a real worker process sweeps them
+        expire_all(p, list(WRITE_PATHS.values()))
+    elif way == "forget-about":  # the portal's "Forget everything about …", the subject being every word
+        forget_about(p, list((words or {}).values()))
     # "corrected": the in-place overwrite and the undo, done at the end of `seed`, are the erasure.
 
 
@@ -384,7 +393,7 @@ def _look(run: Run, p: Person, server: FakeLLMServer, database: Path | None) -> 
     assert all(w in export for w in present), export[:500]
     ids = p.ids()
     jobs = [j["id"] for j in p.world.runtime.service.export(p.place)["jobs"]]
-    erase(p, run.way)
+    erase(p, run.way, run.words)
     if run.way not in PURGING:
         # Time passes again: the summary no app read is erased by the sweep once its retention is
         # over. (After the person's erasure it must be gone already: no sweep there.)
