@@ -141,6 +141,11 @@ def use_json(use: AppUse) -> dict[str, object]:
             "count": use.count, "last_at": use.last_at.isoformat()}
 
 
+def conversation_json(c: Conversation) -> dict[str, object]:
+    return {"app_id": c.app_id, "conversation": c.key, "first_at": c.first_at.isoformat(),
+            "last_at": c.last_at.isoformat(), "memory_ids": list(c.memory_ids)}
+
+
 def unknown_app(app_id: str) -> App:
     """An app whose keys are all gone (its tenant removed them): its uses stay, under no name."""
     return App(app_id, "")
@@ -172,5 +177,5 @@ def summaries(uses: Iterable[AppUse], controls: dict[str, str], apps: dict[str, 
 
 __all__ = ["ACTIONS", "BLOCKED", "CONTROLS", "CORRECTED", "FORGOT", "MEMORY_ACTIONS", "NO_MEMORY", "PAUSED", "READ",
            "RECALLED", "REMEMBERED", "TEMPORARY", "WRITES", "App", "AppSummary", "AppUse", "Conversation",
-           "ConversationCount", "app_named", "app_of", "apps_of",
+           "ConversationCount", "app_named", "conversation_json", "app_of", "apps_of",
            "summaries", "unknown_app", "use_json"]

@@ -59,6 +59,7 @@ _EN: dict[str, Entry] = {
     "refused.invalid_expiry": ("When to forget needs a date and time with its time zone "
                                "(for example 2027-05-01T00:00:00Z)."),
     "refused.expiry_in_past": "When to forget must be later than now.",
+    "refused.expired": "Its time to be forgotten had come: it was not brought back.",
     "refused.invalid_learnt_days": "Forgetting what the assistant learns takes a number of days from 0 (never) to 36500.",
     "refused.invalid_conversation_ref": "A conversation reference is 1 to 200 printable characters.",
     "refused.withheld_from_every_app": "No app may use this memory: allow every app first.",

@@ -42,6 +42,7 @@ FR: dict[str, Entry] = {
     "refused.invalid_expiry": ("Le moment de l'oubli demande une date et une heure avec leur fuseau "
                                "(par exemple 2027-05-01T00:00:00Z)."),
     "refused.expiry_in_past": "Le moment de l'oubli doit être postérieur à maintenant.",
+    "refused.expired": "Le moment de l'oublier était venu : il n'a pas été repris.",
     "refused.invalid_learnt_days": "Oublier ce que l'assistant apprend demande un nombre de jours de 0 (jamais) à 36500.",
     "refused.invalid_conversation_ref": "Une référence de conversation compte de 1 à 200 caractères imprimables.",
     "refused.withheld_from_every_app": ("Aucune application ne peut utiliser ce souvenir : "

@@ -44,7 +44,8 @@ def document(data: Mapping[str, Any], person: User | None, apps: Mapping[str, Ap
     }
     return {"format": FORMAT, "version": VERSION, "exported_at": data["exported_at"], "account": account,
             "owner_id": data["owner_id"], "scope": data["scope"], "settings": dict(data["settings"]),
-            "memories": list(data["memories"]), "apps": _apps(data, apps or {}), "jobs": list(data.get("jobs", ()))}
+            "memories": list(data["memories"]), "apps": _apps(data, apps or {}), "jobs": list(data.get("jobs", ())),
+            "conversations": list(data.get("conversations", ()))}
 
 
 def _apps(data: Mapping[str, Any], names: Mapping[str, App]) -> list[dict[str, Any]]:

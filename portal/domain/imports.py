@@ -60,6 +60,8 @@ class Item:
     updated_at: datetime | None = None
     last_used_at: datetime | None = None
     earlier: tuple[EarlierWording, ...] = field(default_factory=tuple)  # as the file lists them, newest first
+    expires_at: datetime | None = None  # when it is forgotten (the person's decision, kept)
+    withheld: tuple[str, ...] = ()  # the apps that may not use it ("don't use this", kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +134,19 @@ def _ours(m: dict[str, Any]) -> Item:
         channel="background" if m.get("channel") == "background" else "foreground", seen=m.get("seen") is not False,
         state="archived" if m.get("state") == "archived" else "active", revision=_int(m.get("revision"), 1),
         sources=_sources(m.get("sources")), created_at=_time(m.get("created_at")), updated_at=_time(m.get("updated_at")),
-        last_used_at=_time(m.get("last_used_at")), earlier=earlier,
+        last_used_at=_time(m.get("last_used_at")), earlier=earlier, expires_at=_time(m.get("expires_at")),
+        withheld=_withheld(m),
     )
+
+
+def _withheld(m: dict[str, Any]) -> tuple[str, ...]:
+    """"Don't use this" as our export writes it: `use` false (no app), else `withheld_from`."""
+    if m.get("use") is False:
+        return ("*",)
+    apps = m.get("withheld_from")
+    if not isinstance(apps, list):
+        return ()
+    return tuple(sorted({a for a in apps if isinstance(a, str) and 1 <= len(a) <= 64 and a.isprintable() and a != "*"}))
 
 
 def _int(value: Any, default: int) -> int:

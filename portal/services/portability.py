@@ -123,6 +123,9 @@ class Portability:
             if index in choices.left_out:
                 skipped += 1
                 continue
+            if item.expires_at is not None and item.expires_at <= ctx.clock():
+                refused["expired"] += 1  # its time to be forgotten has passed: not brought back
+                continue
             try:
                 current = draft(ctx, place, item.text, self.kind_of(index, item, choices), item.importance, None, True,
                                 person_name)
@@ -200,6 +203,7 @@ class Portability:
             origin=item.origin, sources=_sources(item.sources, own), channel=item.channel, seen=item.seen,
             pinned=item.pinned, state=item.state, last_used_at=_not_after(item.last_used_at, now),
             embedding=vector, words_key=d.words_key, last_op="create" if item.revision == 1 else "update",
+            expires_at=item.expires_at, withheld=item.withheld,
         )
         tx.insert(memory)
         for earlier, e in sorted(one.earlier, key=lambda kept: kept[0].revision):  # the stores' order of writes

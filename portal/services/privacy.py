@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from portal.domain.apps import READ, use_json
+from portal.domain.apps import READ, conversation_json, use_json
 from portal.domain.audit import AuditNote
 from portal.domain.jobs import Job
 from portal.domain.types import Place, PurgeCounts, as_place, iso
@@ -20,6 +20,8 @@ from .apps import note_reads
 from .context import Context, pid
 
 log = logging.getLogger("portal.memory")
+
+CONVERSATIONS_EXPORTED = 10_000  # the most recent conversations a download lists (kept as long as uses)
 
 
 class Privacy:
@@ -62,8 +64,10 @@ class Privacy:
                 items.append(data)
             settings = tx.settings()
             uses, controls, jobs = tx.app_uses(), tx.app_controls(), tx.jobs()
+            conversations = tx.conversations(limit=CONVERSATIONS_EXPORTED)
             if ctx.app is not None:  # an app is told of its own uses and jobs, not of the other apps'
                 uses = [u for u in uses if u.app_id == ctx.app.id]
+                conversations = [c for c in conversations if c.app_id == ctx.app.id]
                 controls = {k: v for k, v in controls.items() if k == ctx.app.id}
                 jobs = [replace(j, summary=None, work=None) for j in jobs if j.app_id == ctx.app.id]
             if audit is not None:
@@ -71,8 +75,9 @@ class Privacy:
                 tx.commit()
         note_reads(ctx, place, READ, [item["id"] for item in items])
         return {"owner_id": place.owner_id, "scope": place.scope, "exported_at": iso(ctx.clock()),
-                "settings": {"paused": settings.paused}, "memories": items,
-                "app_controls": controls, "app_uses": [use_json(u) for u in uses], "jobs": [job_json(j) for j in jobs]}
+                "settings": {"paused": settings.paused, "learnt_days": settings.learnt_days}, "memories": items,
+                "app_controls": controls, "app_uses": [use_json(u) for u in uses], "jobs": [job_json(j) for j in jobs],
+                "conversations": [conversation_json(c) for c in conversations]}
 
     def forget_all(self, place: Place, audit: AuditNote | None = None) -> dict[str, int]:
         """The person's "erase everything" in one place: every memory and revision, and everything

@@ -160,7 +160,7 @@ def test_download_my_data_as_json_and_csv(signed_in: Page, person: Person, tmp_p
     assert download.suggested_filename == "my-memories.json"
     data = json.loads(Path(download.path()).read_text(encoding="utf-8"))
     assert {m["text"] for m in data["memories"]} == set(person.memory_ids)
-    assert data["owner_id"] == person.place.owner_id and data["settings"] == {"paused": False}
+    assert data["owner_id"] == person.place.owner_id and data["settings"] == {"paused": False, "learnt_days": None}
     assert OTHER_TEXT not in json.dumps(data)
 
     with page.expect_download() as got:

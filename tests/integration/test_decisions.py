@@ -6,6 +6,7 @@ the learnt default; and which conversation of which app each answer served."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +17,8 @@ from portal.adapters.sql.store import SqlStore
 from portal.domain.apps import App
 from portal.domain.audit import AuditNote
 from portal.domain.errors import InvalidArgument, NotFound, Refused
+from portal.domain.export import document
+from portal.domain.imports import parse
 from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
 from tests.fakes.embedders import HashEmbedder
@@ -199,6 +202,10 @@ def test_each_answer_records_the_conversation_it_served(service: MemoryService, 
     assert all(len(c.key) == 40 and "kayak" not in c.key for c, _ in found)  # a digest, never the words
     assert [(c.app_id, c.conversations) for c in service.conversation_counts(ADA, tea.id)] == [
         (OTHER.id, 1), (BOT.id, 1)]
+    listed = service.export(ADA)["conversations"]  # the person's download lists them, content-free
+    assert [(c["app_id"], sorted(c["memory_ids"])) for c in listed] == [
+        (OTHER.id, [tea.id]), (BOT.id, sorted([tea.id, kayak.id]))]
+    assert [c["app_id"] for c in service.for_app(OTHER).export(ADA)["conversations"]] == [OTHER.id]  # its own only
     with pytest.raises(InvalidArgument) as invalid:
         service.for_app(BOT, conversation_ref="x" * 201)
     assert invalid.value.code == "invalid_conversation_ref"
@@ -209,3 +216,26 @@ def test_each_answer_records_the_conversation_it_served(service: MemoryService, 
     assert [[m.id for m in ms] for _, ms in service.conversations(ADA)] == [[tea.id], [tea.id]]
     service.forget_all(ADA)
     assert service.conversations(ADA) == []
+
+
+def test_an_export_brings_back_what_the_person_decided_and_nothing_whose_time_has_come(
+        service: MemoryService, clock: Clock) -> None:
+    kept = service.remember(ADA, "Rents a kayak on Sundays", expires_at=START + timedelta(days=3)).memory
+    service.set_use(ADA, kept.id, False)
+    mine = service.remember(ADA, "Drinks green tea").memory
+    service.set_use(ADA, mine.id, False, app_id=BOT.id)
+    soon = service.remember(ADA, "Has a dentist appointment", expires_at=START + timedelta(days=1)).memory
+    exported = service.export(ADA)
+    assert {m["id"]: (m["expires_at"], m["use"], m["withheld_from"]) for m in exported["memories"]} == {
+        kept.id: ("2026-03-04T09:00:00Z", False, []), mine.id: (None, True, [BOT.id]),
+        soon.id: ("2026-03-02T09:00:00Z", True, [])}
+    clock.now = START + timedelta(days=2)  # the dentist's time has come since the export
+    other = Place("ada-again", "acme")
+    imported = service.import_parsed(other, parse(json.dumps(document(exported, None)).encode()))
+    assert imported.refused == {"expired": 1}
+    back = {m.text: m for m in service.list(other).items}
+    assert set(back) == {"Rents a kayak on Sundays", "Drinks green tea"}
+    assert back["Rents a kayak on Sundays"].withheld == ("*",)
+    assert back["Rents a kayak on Sundays"].expires_at == START + timedelta(days=3)
+    assert back["Drinks green tea"].withheld == (BOT.id,)
+    assert service.for_app(BOT).list(other).items == []

@@ -203,7 +203,7 @@ def test_export_has_every_memory_with_its_revisions_and_the_settings(make_servic
     service.pause(place)
     exported = service.export(place)
     assert (exported["owner_id"], exported["scope"]) == (place.owner_id, place.scope)
-    assert exported["settings"] == {"paused": True}
+    assert exported["settings"] == {"paused": True, "learnt_days": None}
     by_id = {m["id"]: m for m in exported["memories"]}
     assert set(by_id) == {a.id, b.id}
     assert by_id[a.id]["text"] == "Lives in Berlin" and by_id[a.id]["state"] == "archived"

@@ -47,6 +47,6 @@ def test_a_paused_person_can_still_read_correct_undo_and_erase(service, place):
     assert service.forget(place, b.id) == 1
     with pytest.raises(NotFound):
         service.get(place, b.id)
-    assert service.export(place)["settings"] == {"paused": True}
+    assert service.export(place)["settings"] == {"paused": True, "learnt_days": None}
     assert service.forget_all(place)["memories"] == 1
     assert service.is_paused(place) is True

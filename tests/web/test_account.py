@@ -96,7 +96,7 @@ def test_export_json_is_a_download_of_everything_mine(world: World) -> None:
     assert answer.status_code == 200 and answer.mimetype == "application/json"
     assert answer.headers["Content-Disposition"] == 'attachment; filename="my-memories.json"'
     data = json.loads(answer.get_data(as_text=True))
-    assert data["owner_id"] == world.ada.owner_id and data["settings"] == {"paused": True}
+    assert data["owner_id"] == world.ada.owner_id and data["settings"] == {"paused": True, "learnt_days": None}
     assert [m["text"] for m in data["memories"]] == ["I live in York"]
     assert [r["text"] for r in data["memories"][0]["revisions"]] == ["I live in Leeds"]  # the earlier wording
     assert "Nantes" not in answer.get_data(as_text=True)
