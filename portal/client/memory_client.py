@@ -29,6 +29,7 @@ from portal.inputs import is_valid_id
 API_PREFIX = "/api/v1"
 Transcript = str | Sequence[Mapping[str, Any]]
 
+KEEP: Any = object()  # `update` leaves the expiry as it is
 
 class MemoryClient:
     """A client for one API key (hence one tenant). `base_url` is the server's root (or already ends
@@ -60,9 +61,13 @@ class MemoryClient:
 
     def remember(self, owner_id: str, text: str, kind: str | None = None, importance: int | float | str | None = None,
                  role: str | None = None, explicit: bool = False, on_duplicate: str | None = None,
-                 pinned: bool = False, idempotency_key: str | None = None) -> Saved:
-        """Keep a memory (or meet the duplicate it repeats); `Refused` with the code otherwise."""
-        body = _given(text=text, kind=kind, importance=importance, role=role, on_duplicate=on_duplicate)
+                 pinned: bool = False, idempotency_key: str | None = None,
+                 expires_at: datetime | str | None = None) -> Saved:
+        """Keep a memory (or meet the duplicate it repeats); `Refused` with the code otherwise.
+        `expires_at` (an aware datetime, or RFC 3339 text): when it is forgotten, by everything at
+        once (`Refused` `invalid_expiry`, `expiry_in_past`); a duplicate met keeps its own."""
+        body = _given(text=text, kind=kind, importance=importance, role=role, on_duplicate=on_duplicate,
+                      expires_at=_time(expires_at))
         body.update(_flags(explicit=explicit, pinned=pinned))
         data, response = self._call("POST", _person(owner_id, "memories"), body, idempotency_key=idempotency_key)
         return Saved(Memory.of(data["memory"]), data.get("replaced_id"), bool(data.get("reinforced")),
@@ -92,18 +97,30 @@ class MemoryClient:
 
     def update(self, owner_id: str, memory_id: str, text: str | None = None, kind: str | None = None,
                importance: int | float | str | None = None, pinned: bool | None = None, in_place: bool = False,
-               if_revision: int | None = None, idempotency_key: str | None = None) -> Memory:
+               if_revision: int | None = None, idempotency_key: str | None = None, expires_at: Any = KEEP,
+               use: bool | None = None) -> Memory:
         """Correct a memory (a new revision; with `in_place` no earlier text is kept). With
-        `if_revision`, a memory changed since raises `Conflict` carrying `actual_revision`."""
-        body = _given(text=text, kind=kind, importance=importance, pinned=pinned)
+        `if_revision`, a memory changed since raises `Conflict` carrying `actual_revision`.
+        `expires_at`: when it is forgotten (a datetime or RFC 3339 text), None for never, left out
+        to keep it as it is. `use`: as `set_use`, after the correction."""
+        body = _given(text=text, kind=kind, importance=importance, pinned=pinned, use=use)
         body.update(_flags(in_place=in_place))
         headers = {"If-Match": f'"{if_revision}"'} if if_revision is not None else {}
         data, _ = self._call("PATCH", _memory(owner_id, memory_id), body, headers=headers,
+        if expires_at is not KEEP:
+            body["expires_at"] = _time(expires_at)
                              idempotency_key=idempotency_key)
         return Memory.of(data)
 
     def undo(self, owner_id: str, memory_id: str, idempotency_key: str | None = None) -> Memory | None:
         """Take back the last write: the restored memory, or None when the undo removed it."""
+    def set_use(self, owner_id: str, memory_id: str, use: bool, if_revision: int | None = None,
+                idempotency_key: str | None = None) -> Memory:
+        """"Don't use this" (`use=False`): no app receives the memory any more (recall, portrait,
+        tools, MCP), the person still sees and downloads it; no new revision. `use=True` from an app
+        changes nothing: only the person allows it again. Answers the memory with its `use`."""
+        return self.update(owner_id, memory_id, if_revision=if_revision, idempotency_key=idempotency_key, use=use)
+
         data, _ = self._call("POST", _memory(owner_id, memory_id, "undo"), idempotency_key=idempotency_key)
         return Memory.of(data["memory"]) if data.get("memory") else None
 
@@ -119,7 +136,8 @@ class MemoryClient:
 
     def recall(self, owner_id: str, query: str, kinds: Sequence[str] | None = None, after: datetime | None = None,
                before: datetime | None = None, limit: int | None = None,
-               min_similarity: float | None = None, relevant_only: bool = False) -> builtins.list[Hit]:
+               min_similarity: float | None = None, relevant_only: bool = False,
+               conversation_ref: str | None = None) -> builtins.list[Hit]:
         """The person's memories that best answer `query`, best first (at most `limit`, 5 by default).
 
         Recall answers the closest memories however far they are: a query about nothing the person
@@ -127,18 +145,23 @@ class MemoryClient:
         Pass `relevant_only=True` to get only memories that share a word with the query or are close
         enough in meaning (the host's MEMORY_RELEVANCE_FLOOR, or `min_similarity` if higher): then
         such a query finds nothing. With the AI off for the tenant, memories are found by their
-        words only."""
+        words only. `conversation_ref` (1 to 200 printable characters): the assistant's conversation
+        these hits are for, so the person sees what each conversation was given (`Refused`
+        `invalid_conversation_ref` otherwise); the same on `portrait` and `call_tool`."""
         body = _given(query=query, kinds=builtins.list(kinds) if kinds is not None else None,
                       after=after.isoformat() if after else None, before=before.isoformat() if before else None,
-                      limit=limit, min_similarity=min_similarity, relevant_only=relevant_only or None)
+                      limit=limit, min_similarity=min_similarity, relevant_only=relevant_only or None,
+                      conversation_ref=conversation_ref)
         data, _ = self._call("POST", _person(owner_id, "recall"), body)
         return [Hit(Memory.of(h["memory"]), float(h["score"]), h["match"]) for h in data["items"]]
 
     def portrait(self, owner_id: str, format: str | None = None, max_length: int | None = None,
-                 min_importance: int | None = None, masked: bool | None = None, fill: bool | None = None) -> Portrait:
+                 min_importance: int | None = None, masked: bool | None = None, fill: bool | None = None,
+                 conversation_ref: str | None = None) -> Portrait:
         """What to put in the system prompt: the pinned memories, then those of importance 4 or more
         (`min_importance`), cut at `max_length` characters; `Portrait.left_out` counts the others."""
-        params = _given(format=format, max_length=max_length, min_importance=min_importance, masked=masked, fill=fill)
+        params = _given(format=format, max_length=max_length, min_importance=min_importance, masked=masked, fill=fill,
+                        conversation_ref=conversation_ref)
         data, _ = self._call("GET", _person(owner_id, "portrait"), params=params)
         return Portrait(data["text"], builtins.list(data["ids"]), int(data.get("left_out", 0)))
 
@@ -196,10 +219,11 @@ class MemoryClient:
 
     def call_tool(self, owner_id: str, name: str, arguments: Mapping[str, Any] | str, role: str | None = None,
                   explicit: bool = False, language: str | None = None,
-                  idempotency_key: str | None = None) -> dict[str, Any]:
-        """Run a tool call the model made; the answer (`ok`, `code`, ...) goes back to the model."""
+                  idempotency_key: str | None = None, conversation_ref: str | None = None) -> dict[str, Any]:
+        """Run a tool call the model made; the answer (`ok`, `code`, ...) goes back to the model.
+        `conversation_ref`: the assistant's conversation it is for (as `recall`'s), from the host."""
         body = _given(arguments=arguments if isinstance(arguments, str) else dict(arguments), role=role,
-                      language=language)
+                      language=language, conversation_ref=conversation_ref)
         body.update(_flags(explicit=explicit))
         data, _ = self._call("POST", _person(owner_id, "tools", name), body, idempotency_key=idempotency_key)
         return dict(data)
@@ -253,5 +277,10 @@ def _memory(owner_id: str, memory_id: str, *rest: str) -> str:
 
 
 def _check_id(value: object) -> None:
+def _time(value: datetime | str | None) -> str | None:
+    """A time as RFC 3339 text (a datetime without a time zone is sent as it is, and refused)."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
     if not is_valid_id(value):
         raise InvalidId()

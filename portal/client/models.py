@@ -45,6 +45,8 @@ class Memory:
     updated_at: datetime
     last_used_at: datetime | None
     has_vector: bool
+    expires_at: datetime | None = None  # when it is forgotten; None: kept until forgotten
+    use: bool = True  # False: the person said "don't use this", no app receives it
 
     @property
     def etag(self) -> str:
@@ -61,6 +63,8 @@ class Memory:
             updated_at=parse_time(data["updated_at"]),
             last_used_at=parse_time(data["last_used_at"]) if data.get("last_used_at") else None,
             has_vector=data["has_vector"],
+            expires_at=parse_time(data["expires_at"]) if data.get("expires_at") else None,
+            use=data.get("use", True) is not False,
         )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from portal.domain.decisions import learnt_days_of
 from portal.domain.errors import NotFound, Refused
 from portal.domain.people import AccountError, ApiKey, Tenant, TenantExists, User
 from portal.ports import Accounts, Records, UnitOfWork
@@ -54,6 +55,18 @@ class Administration:
             if not uow.tenants.set_ai(tenant_id, enabled):
                 raise NotFound()
             uow.audit.record(actor.id, actor.role, "tenant.ai_on" if enabled else "tenant.ai_off", scope=tenant_id)
+            uow.commit()
+
+    def set_learnt_days(self, actor: User, tenant_id: str, days: int | None) -> None:
+        """The tenant's default "forget what the assistant learns after N days" (None or 0: never),
+        for its people who chose none; it applies to what is learnt from then on. Audited with the
+        days as its count."""
+        self._admin(actor)
+        days = learnt_days_of(days)
+        with self.records.unit() as uow:
+            if not uow.tenants.set_learnt_days(tenant_id, days):
+                raise NotFound()
+            uow.audit.record(actor.id, actor.role, "tenant.learnt_days_set", scope=tenant_id, counts={"days": days or 0})
             uow.commit()
 
     def create_staff(self, actor: User, email: str, name: str, tenant_id: str, role: str, password: str) -> User:

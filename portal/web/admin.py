@@ -9,7 +9,7 @@ from collections.abc import Callable
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from flask import Blueprint, current_app, flash, make_response, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, make_response, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -63,6 +63,18 @@ def create_tenant() -> ResponseReturnValue:
 def switch_ai(tenant_id: str) -> ResponseReturnValue:
     administration().set_ai(current_user, tenant_id, request.form.get("enabled") == "1")
     flash(_("The AI switch was changed."))
+    return redirect(url_for("admin.index"), 303)
+
+
+@bp.post("/tenants/<tenant_id>/learnt-days")
+@admin_only
+def set_learnt_days(tenant_id: str) -> ResponseReturnValue:
+    """The tenant's default for how long what the assistant learns is kept (empty or 0: never)."""
+    raw = request.form.get("days", "")
+    if raw and not (raw.isascii() and raw.isdigit() and len(raw) <= 5):
+        abort(400)
+    administration().set_learnt_days(current_user, tenant_id, int(raw) if raw else None)
+    flash(_("The default for what the assistant learns was changed."))
     return redirect(url_for("admin.index"), 303)
 
 

@@ -7,6 +7,7 @@ that changed (a row, the list) plus a toast, out of band.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
@@ -227,8 +228,11 @@ def history(memory_id: str) -> ResponseReturnValue:
     memory = service().get(current_user.place, memory_id)
     uses = service().app_uses_of(current_user.place, memory_id)
     names = apps_of(runtime().api_keys.list(current_user.tenant_id))
+    counts = service().conversation_counts(current_user.place, memory_id)
+    apps = sorted((a for a in names.values() if a.name), key=lambda a: a.name.casefold())  # "one app only"
     return render_template("memories/history.html", memory=memory, revisions=revisions, uses=uses,
-                           app_names={i: a.name for i, a in names.items()}, **context())
+                           app_names={i: a.name for i, a in names.items()}, conversation_counts=counts, apps=apps,
+                           tomorrow=(service().clock() + timedelta(days=1)).date().isoformat(), **context())
 
 
 def asking_to_erase_history(memory_id: str) -> Ask:
