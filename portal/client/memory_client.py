@@ -27,9 +27,9 @@ from portal.client.models import (
 from portal.inputs import is_valid_id
 
 API_PREFIX = "/api/v1"
+KEEP: Any = object()  # `update` leaves the expiry as it is
 Transcript = str | Sequence[Mapping[str, Any]]
 
-KEEP: Any = object()  # `update` leaves the expiry as it is
 
 class MemoryClient:
     """A client for one API key (hence one tenant). `base_url` is the server's root (or already ends
@@ -105,15 +105,13 @@ class MemoryClient:
         to keep it as it is. `use`: as `set_use`, after the correction."""
         body = _given(text=text, kind=kind, importance=importance, pinned=pinned, use=use)
         body.update(_flags(in_place=in_place))
-        headers = {"If-Match": f'"{if_revision}"'} if if_revision is not None else {}
-        data, _ = self._call("PATCH", _memory(owner_id, memory_id), body, headers=headers,
         if expires_at is not KEEP:
             body["expires_at"] = _time(expires_at)
+        headers = {"If-Match": f'"{if_revision}"'} if if_revision is not None else {}
+        data, _ = self._call("PATCH", _memory(owner_id, memory_id), body, headers=headers,
                              idempotency_key=idempotency_key)
         return Memory.of(data)
 
-    def undo(self, owner_id: str, memory_id: str, idempotency_key: str | None = None) -> Memory | None:
-        """Take back the last write: the restored memory, or None when the undo removed it."""
     def set_use(self, owner_id: str, memory_id: str, use: bool, if_revision: int | None = None,
                 idempotency_key: str | None = None) -> Memory:
         """"Don't use this" (`use=False`): no app receives the memory any more (recall, portrait,
@@ -121,6 +119,8 @@ class MemoryClient:
         changes nothing: only the person allows it again. Answers the memory with its `use`."""
         return self.update(owner_id, memory_id, if_revision=if_revision, idempotency_key=idempotency_key, use=use)
 
+    def undo(self, owner_id: str, memory_id: str, idempotency_key: str | None = None) -> Memory | None:
+        """Take back the last write: the restored memory, or None when the undo removed it."""
         data, _ = self._call("POST", _memory(owner_id, memory_id, "undo"), idempotency_key=idempotency_key)
         return Memory.of(data["memory"]) if data.get("memory") else None
 
@@ -257,6 +257,11 @@ def _given(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+def _time(value: datetime | str | None) -> str | None:
+    """A time as RFC 3339 text (a datetime without a time zone is sent as it is, and refused)."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
 def _flags(**flags: bool) -> dict[str, bool]:
     # Defaults stay out of the body, so that retries built with or without them hash alike.
     return {k: True for k, v in flags.items() if v}
@@ -277,10 +282,5 @@ def _memory(owner_id: str, memory_id: str, *rest: str) -> str:
 
 
 def _check_id(value: object) -> None:
-def _time(value: datetime | str | None) -> str | None:
-    """A time as RFC 3339 text (a datetime without a time zone is sent as it is, and refused)."""
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
     if not is_valid_id(value):
         raise InvalidId()
