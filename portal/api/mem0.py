@@ -29,7 +29,15 @@ from portal.api.mem0_base import (
     person,
     route,
 )
-from portal.api.mem0_shapes import attributes_of, check_fields, hit_item, memory_item, messages_of, narrowed
+from portal.api.mem0_shapes import (
+    attributes_of,
+    check_fields,
+    expiry_of_day,
+    hit_item,
+    memory_item,
+    messages_of,
+    narrowed,
+)
 from portal.api.problems import ApiProblem
 from portal.domain.apps import app_of
 from portal.domain.attributes import ENTITY_NAMES, NAMES, matches
@@ -83,7 +91,8 @@ def add() -> Response:
     kept = [turns[n]["text"] for n in kept_at]
     if not kept:
         raise ApiProblem(400, "invalid_messages", "no user or assistant message to keep")
-    outcomes = service().remember_many(place, kept, attributes=attributes, sources=(Source("api"),))
+    outcomes = service().remember_many(place, kept, attributes=attributes, sources=(Source("api"),),
+                                       expires_at=expiry_of_day(body.get("expiration_date")))
     refusals = [o for o in outcomes if isinstance(o, Refused)]
     if len(refusals) == len(outcomes):
         raise refusals[0]  # nothing kept: the reason, as a 422 (403 for a blocked app)
@@ -122,10 +131,12 @@ def _added(saved: Saved) -> dict[str, Any]:
 @route("/v1/memories/search/", "POST")
 def search() -> Response:
     """Recall for the person of `filters`: at most `top_k` (10), scores 0 to 1, none below
-    `threshold` (0.1). v3 answers `{"results": [...]}`, the older paths the bare list."""
+    `threshold` (0.1). v3 answers `{"results": [...]}`, the older paths the bare list. An extra
+    `conversation_ref` (mem0's client sends its extra arguments in the body) names the assistant's
+    conversation the hits are for (422 `invalid_conversation_ref` for a bad one)."""
     key = caller()
     body = body_of()
-    check_fields(body, {"query", "filters", "top_k", "threshold", "user_id"})
+    check_fields(body, {"query", "filters", "top_k", "threshold", "user_id", "conversation_ref"})
     allowed(key, READ)
     where = narrowed(body.get("filters"), body.get("user_id"))
     query, top_k, threshold = body.get("query"), body.get("top_k", 10), body.get("threshold", 0.1)
@@ -135,7 +146,7 @@ def search() -> Response:
         raise ApiProblem(400, "invalid_request", "top_k must be 1 to 100")
     if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
         raise ApiProblem(400, "invalid_request", "threshold must be between 0 and 1")
-    wanted, place, svc = where.wanted or {}, person(key, where.user_id), service()
+    wanted, place, svc = where.wanted or {}, person(key, where.user_id), service(body.get("conversation_ref"))
     # Ranked without marking; only the hits answered are marked used (an app's "recalled").
     hits = svc.recall(place, query, limit=100 if wanted else top_k, after=where.after, before=where.before, mark=False)
     chosen = [h for h in hits if h.score >= threshold and matches(h.memory.attributes, wanted)][:top_k]

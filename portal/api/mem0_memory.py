@@ -10,7 +10,7 @@ from flask import Response, request
 
 from portal.api.auth import authenticate, service
 from portal.api.mem0_base import ERASE, LEARN, READ, WRITE, body_of, bp, caller, json_answer, person, route
-from portal.api.mem0_shapes import check_fields, history_items, memory_item, narrowed, unsupported
+from portal.api.mem0_shapes import check_fields, expiry_of_day, history_items, memory_item, narrowed, unsupported
 from portal.api.problems import ApiProblem
 from portal.api.registry import check_path
 from portal.domain.attributes import ENTITY_NAMES
@@ -57,8 +57,10 @@ def update(memory_id: str) -> Response:
     attributes = {name: body[name] for name in ("metadata", "categories", "expiration_date", "timestamp") if name in body}
     if text is None and not attributes:
         return json_answer(memory_item(service().get(place, memory_id)))
+    # A new expiration date is the memory's new expiry too (none: kept until forgotten).
+    expiry = {"expires_at": expiry_of_day(body["expiration_date"])} if "expiration_date" in body else {}
     return json_answer(memory_item(service().update(place, memory_id, text=text, attributes=attributes or None,
-                                              sources=(Source("api"),)).memory))
+                                              sources=(Source("api"),), **expiry).memory))
 
 
 @route("/v1/memories/<memory_id>/", "DELETE")

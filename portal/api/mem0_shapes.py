@@ -3,18 +3,19 @@
 mem0 names the person `user_id`; here every memory belongs to one person, who can see and erase
 it, so a request without one is refused. The agent, app and run ids, metadata, categories,
 expiration date and timestamp are kept with the memory (portal.domain.attributes) and narrow a
-search, a listing or a deletion. A field this server does not take is refused with a clear
+search, a listing or a deletion; the expiration date also sets the memory's expiry (issue 29), so it
+is forgotten once the day is over. A field this server does not take is refused with a clear
 `detail`, never dropped. Pure functions: no Flask.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from portal.api.problems import ApiProblem
-from portal.domain.attributes import ENTITY_NAMES, NAMES
+from portal.domain.attributes import ENTITY_NAMES, NAMES, checked_attributes
 from portal.domain.types import Hit, Memory, Revision
 from portal.inputs import is_valid_id
 
@@ -69,6 +70,16 @@ def attributes_of(body: dict[str, Any], filters: Any = None) -> dict[str, Any] |
     if isinstance(filters, dict):
         given.update({name: filters[name] for name in ENTITY_NAMES if filters.get(name) is not None})
     return given or None
+
+
+def expiry_of_day(value: Any) -> str | None:
+    """mem0's `expiration_date` (a day) as the memory's expiry, so that it really goes: the end of
+    that day in UTC, the next day at 00:00Z (None for none; Refused `invalid_attributes` as the
+    attribute itself is)."""
+    if value is None:
+        return None
+    day = date.fromisoformat((checked_attributes({"expiration_date": value}) or {})["expiration_date"])
+    return datetime.combine(day + timedelta(days=1), time(), UTC).isoformat()
 
 
 def _walk(filters: Any, found: dict[str, Any]) -> None:
