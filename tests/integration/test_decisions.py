@@ -1,5 +1,5 @@
 """What a person decides besides the words (issue 29, items 1–3), through the service, on every
-store (in memory, SQLite, PostgreSQL): "don't use this" keeps a memory from every path an app has
+store (in memory, SQLite, PostgreSQL: the `store` fixture of conftest.py): "don't use this" keeps a memory from every path an app has
 (recall, portrait, reads, duplicates met, consolidation's context) and the person still sees it;
 an expiry takes a memory out of every answer at its time and the sweep erases it as forget erases;
 the learnt default; and which conversation of which app each answer served."""
@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from portal.adapters.memory.store import InMemoryStore
-from portal.adapters.sql.store import SqlStore
 from portal.domain.apps import App
 from portal.domain.audit import AuditNote
 from portal.domain.errors import InvalidArgument, NotFound, Refused
@@ -36,13 +34,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest) -> Any:
-    if request.param == "memory":
-        return InMemoryStore()
-    return SqlStore(request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine"))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import DateTime, LargeBinary, MetaData
+from sqlalchemy import Column, DateTime, LargeBinary, MetaData, String
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -66,3 +66,8 @@ class VectorType(TypeDecorator[np.ndarray]):
         if isinstance(value, (bytes, bytearray, memoryview)):
             return np.frombuffer(bytes(value), dtype=np.float32).copy()
         return np.asarray(value, dtype=np.float32)
+
+
+def id_column(name: str = "id", **kw: Any) -> Column[str]:
+    """An id: random, made by the service, 64 characters at most."""
+    return Column(name, String(64), **kw)

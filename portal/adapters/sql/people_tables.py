@@ -3,23 +3,16 @@ content-free audit log and erasure requests (`portal.adapters.sql.tables` names 
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text
 
-from portal.adapters.sql.columns import UTCDateTime, metadata
-
-
-def _id(name: str = "id", **kw: Any) -> Column[str]:
-    return Column(name, String(64), **kw)
-
+from portal.adapters.sql.columns import UTCDateTime, id_column, metadata
 
 # API keys for the JSON API: only a hash of the secret part is kept (the secret is random and long,
 # so a fast hash suffices); the plaintext is shown once, when the key is made.
 api_keys = Table(
     "api_keys",
     metadata,
-    _id(primary_key=True),
+    id_column(primary_key=True),
     Column(
         "tenant_id",
         String(64),
@@ -41,7 +34,7 @@ api_keys = Table(
 users = Table(
     "users",
     metadata,
-    _id(primary_key=True),
+    id_column(primary_key=True),
     Column("email", String(320), nullable=False, unique=True),
     Column("name", String(200), nullable=False),
     Column("password_hash", String(200), nullable=False),
@@ -67,7 +60,7 @@ users = Table(
 audit_log = Table(
     "audit_log",
     metadata,
-    _id(primary_key=True),
+    id_column(primary_key=True),
     Column("at", UTCDateTime, nullable=False),
     Column("actor_id", String(64), nullable=True),
     Column("actor_role", String(16), nullable=False),
@@ -86,7 +79,7 @@ audit_log = Table(
 erasure_requests = Table(
     "erasure_requests",
     metadata,
-    _id(primary_key=True),
+    id_column(primary_key=True),
     Column("tenant_id", String(64), nullable=False),
     Column("subject_owner_id", String(200), nullable=False),
     Column("subject_user_id", String(64), nullable=True),

@@ -7,8 +7,6 @@ SQLite. Times are stored in UTC and read back timezone-aware.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import (
     Boolean,
     Column,
@@ -24,21 +22,17 @@ from sqlalchemy import (
 # here too, where migrations, adapters and tests have always found them.
 from portal.adapters.sql.columns import UTCDateTime as UTCDateTime
 from portal.adapters.sql.columns import VectorType as VectorType
+from portal.adapters.sql.columns import id_column
 from portal.adapters.sql.columns import metadata as metadata
 from portal.adapters.sql.people_tables import api_keys as api_keys
 from portal.adapters.sql.people_tables import audit_log as audit_log
 from portal.adapters.sql.people_tables import erasure_requests as erasure_requests
 from portal.adapters.sql.people_tables import users as users
 
-
-def _id(name: str = "id", **kw: Any) -> Column[str]:
-    return Column(name, String(64), **kw)
-
-
 tenants = Table(
     "tenants",
     metadata,
-    _id(primary_key=True),
+    id_column(primary_key=True),
     Column("name", String(200), nullable=False, unique=True),
     Column("ai_enabled", Boolean, nullable=False, default=True),
     Column("created_at", UTCDateTime, nullable=False),
@@ -51,7 +45,7 @@ tenants = Table(
 memories = Table(
     "memories",
     metadata,
-    _id(nullable=False),
+    id_column(nullable=False),
     Column("owner_id", String(200), nullable=False),
     Column("scope", String(200), nullable=False),
     Column("revision", Integer, nullable=False),

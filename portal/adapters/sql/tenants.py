@@ -27,8 +27,7 @@ class Tenants:
 
     def __init__(self, bind: Bind) -> None:
         self.bind = bind
-        self._cache: dict[str, tuple[float, bool]] = {}
-        self._learnt: dict[str, tuple[float, int | None]] = {}
+        self._cache: dict[str, tuple[float, tuple[bool, int | None]]] = {}
         self._guard = threading.Lock()
         self.switched: set[str] = set()
 
@@ -63,7 +62,7 @@ class Tenants:
         return bool(done)
 
     def forget_switch(self, tenant_id: str) -> None:
-        """Read the tenant's AI switch from the database next time (it changed)."""
+        """Read the tenant's AI switch and defaults from the database next time (they changed)."""
         with self._guard:
             self._cache.pop(tenant_id, None)
 
@@ -71,36 +70,31 @@ class Tenants:
         """The tenant's default "forget what the assistant learns after N days" (None or 0: never)."""
         with writing(self.bind) as conn:
             done = conn.execute(update(tenants).where(tenants.c.id == tenant_id).values(learnt_days=days or None)).rowcount
-        with self._guard:
-            self._learnt.pop(tenant_id, None)
+        self.switched.add(tenant_id)
+        self.forget_switch(tenant_id)
         return bool(done)
 
     def learnt_days(self, place: Place) -> int | None:
-        """The default of this place's tenant, read through the same short cache as the AI switch."""
-        now = time.monotonic()
-        with self._guard:
-            cached = self._learnt.get(place.scope)
-        if cached and cached[0] > now:
-            return cached[1]
-        with reading(self.bind) as conn:
-            value = conn.execute(select(tenants.c.learnt_days).where(tenants.c.id == place.scope)).scalar()
-        with self._guard:
-            self._learnt[place.scope] = (now + AI_SWITCH_TTL, value)
-        return value
+        """The default of this place's tenant (None: never, or a scope that is no tenant)."""
+        return self._settings(place.scope)[1]
 
     def ai_enabled(self, place: Place) -> bool:
         """The tenant's switch for this place's scope; a scope that is no tenant is on."""
+        return self._settings(place.scope)[0]
+
+    def _settings(self, scope: str) -> tuple[bool, int | None]:
+        """The tenant's AI switch and learnt default, read through the short cache."""
         now = time.monotonic()
         with self._guard:
-            cached = self._cache.get(place.scope)
+            cached = self._cache.get(scope)
         if cached and cached[0] > now:
             return cached[1]
         with reading(self.bind) as conn:
-            value = conn.execute(select(tenants.c.ai_enabled).where(tenants.c.id == place.scope)).scalar()
-        enabled = True if value is None else bool(value)
+            row = conn.execute(select(tenants.c.ai_enabled, tenants.c.learnt_days).where(tenants.c.id == scope)).first()
+        found = (True, None) if row is None else (bool(row[0]), row[1])
         with self._guard:
-            self._cache[place.scope] = (now + AI_SWITCH_TTL, enabled)
-        return enabled
+            self._cache[scope] = (now + AI_SWITCH_TTL, found)
+        return found
 
 
 def _values(tenant: Tenant) -> dict[str, object]:
