@@ -1,8 +1,9 @@
 """What a person decides besides the words (issue 29, items 1–3), through the service, on every
-store (in memory, SQLite, PostgreSQL: the `store` fixture of conftest.py): "don't use this" keeps a memory from every path an app has
-(recall, portrait, reads, duplicates met, consolidation's context) and the person still sees it;
-an expiry takes a memory out of every answer at its time and the sweep erases it as forget erases;
-the learnt default; and which conversation of which app each answer served."""
+store (the `store` fixture of conftest.py: in memory, SQLite, PostgreSQL): "don't use this" keeps
+a memory from every path an app has (recall, portrait, reads, duplicates met, consolidation's
+context) and the person still sees it; an expiry takes a memory out of every answer at its time and
+the sweep erases it as forget erases; the learnt default; which conversation of which app each
+answer served; the download and an import keep the decisions."""
 
 from __future__ import annotations
 
