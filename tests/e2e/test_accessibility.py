@@ -78,6 +78,8 @@ def test_no_page_state_of_a_person_has_an_accessibility_violation(
     row(page, TEA).get_by_role("link", name="History").click()
     expect(page.get_by_test_id("use")).to_have_count(1)
     found += violations(page, "history, used by an app")
+    page.goto(f"{live_server.url}/memories/conversations")
+    found += violations(page, "recent conversations, none yet")  # the recall above named no conversation
     page.goto(f"{live_server.url}/memories")
     page.get_by_role("link", name="The assistant's picture of you").click()
     expect(page.get_by_test_id("in-portrait").first).to_be_visible()

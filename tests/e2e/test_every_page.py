@@ -125,7 +125,7 @@ def person_pages(walk: Walk, runtime: Runtime, who: Person) -> Iterator[str]:
     yield "a request from another site"
 
     key, _token = runtime.api_keys.create(who.place.scope, ("memories:read",), name="Support bot")
-    runtime.service.for_app(app_of(key)).recall(who.place, "green tea")
+    runtime.service.for_app(app_of(key), conversation_ref="walk").recall(who.place, "green tea")
     sign_in(page, walk.base, who.email)
     expect(page.get_by_test_id("new-banner")).to_be_visible()
     yield "memories, with the New banner"
@@ -153,7 +153,7 @@ def person_pages(walk: Walk, runtime: Runtime, who: Person) -> Iterator[str]:
     yield "editing, as a page"
     walk.goto(f"/memories/{tea}/history")
     expect(page.get_by_test_id("use")).to_have_count(1)
-    yield "history, used by an app"
+    yield "history, used by an app (which apps may use it, when it is forgotten)"
     walk.goto(f"/memories/{cat}/history")
     yield "history, with an earlier wording"
     walk.submit("form[action$='/history/erase']")
@@ -182,6 +182,9 @@ def person_pages(walk: Walk, runtime: Runtime, who: Person) -> Iterator[str]:
     walk.goto("/account/apps")
     expect(page.get_by_test_id("app")).to_have_count(1)
     yield "connected apps"
+    walk.goto("/memories/conversations")
+    expect(page.get_by_test_id("conversation")).to_have_count(1)
+    yield "recent conversations"
     walk.goto("/portrait")
     page.locator("details summary").click()  # the text as the assistant reads it, opened
     expect(page.get_by_test_id("portrait-text")).to_be_visible()

@@ -53,6 +53,7 @@ def admin_calls(tenant_id: str, key_id: str, person_id: str, staff_id: str) -> l
         Call("admin.index", "GET", "/admin/"),
         Call("admin.create_tenant", "POST", "/admin/tenants", {"name": "Tenant C", "ai": "on"}),
         Call("admin.switch_ai", "POST", f"/admin/tenants/{tenant_id}/ai", {"enabled": "0"}),
+        Call("admin.set_learnt_days", "POST", f"/admin/tenants/{tenant_id}/learnt-days", {"days": "90"}),
         Call("admin.create_staff", "POST", "/admin/staff",
              {"email": "new@a.example", "name": "Nina New", "tenant": tenant_id, "role": "staff", "password": PASSWORD}),
         Call("admin.create_key", "POST", "/admin/keys", {"tenant": tenant_id, "permission": ["memories:read"], "name": "k2"}),
@@ -74,7 +75,7 @@ ALLOWED = {
     ("admin.switch_ai", "POST"): 303, ("admin.create_staff", "POST"): 303, ("admin.create_key", "POST"): 303,
     ("admin.new_key", "GET"): 200, ("admin.set_staff_password", "POST"): 303, ("admin.disable_staff", "POST"): 303,
     ("admin.remove_staff", "POST"): 303,
-    ("admin.revoke_key", "POST"): 303, ("admin.end_sessions", "POST"): 303,
+    ("admin.revoke_key", "POST"): 303, ("admin.end_sessions", "POST"): 303, ("admin.set_learnt_days", "POST"): 303,
 }
 
 

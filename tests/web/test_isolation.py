@@ -17,6 +17,8 @@ CSRF_TOKEN = re.compile(r'(?<="X-CSRFToken": ")[^"]+|(?<=name="csrf_token" value
 FORM = {
     "memories.save": {"text": "Overwritten by someone else", "revision": "1", "kind": "goal", "importance": "5"},
     "memories.pin": {"pinned": "1"},
+    "decisions.use": {"use": "0"},
+    "decisions.expiry": {"after": "day"},
 }
 
 
