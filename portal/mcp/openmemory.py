@@ -53,7 +53,7 @@ from portal.domain.errors import MemoryServiceError, NotFound, Refused
 from portal.domain.people import ApiKey
 from portal.domain.types import Memory, Place, Source
 from portal.inputs import is_valid_id
-from portal.mcp.server import Caller, Context, Resolve, guarded, server_version
+from portal.mcp.server import Caller, Context, Resolve, conversation_of, guarded, server_version
 from portal.services.memory_service import MemoryService
 
 log = logging.getLogger("portal.mcp")
@@ -145,8 +145,10 @@ class OpenMemoryTools:
             log.info("mcp.refused method=tools/call name=%s reason=forbidden key=%s", name, caller.key.id)
             return _refused("forbidden", caller, f"{name} needs a key with the permission {needed}"
                             + (" (send infer false to keep the text as written)" if needed == LEARN else ""))
-        service = self.runtime.service.for_app(caller.app)
         try:
+            # The conversation, when the host names it in the request's `_meta` (OpenMemory's
+            # schemas stay as its clients know them): what search_memory hands over is kept for it.
+            service = self.runtime.service.for_app(caller.app, conversation_of(params))
             text = await anyio.to_thread.run_sync(lambda: run(service, caller.key, caller.place, name, arguments))
         except MemoryServiceError as exc:
             log.info("mcp.refused method=tools/call name=%s reason=%s key=%s", name, exc.code, caller.key.id)

@@ -18,7 +18,10 @@ Answers:
 
 Every service call runs off the event loop (SQLAlchemy is synchronous), through the app's view of
 the service (`MemoryService.for_app`), so a person who blocked or paused the app is obeyed and its
-use recorded. Logs carry method names, ids and codes, never a person's words; an unexpected error
+use recorded — in the assistant's conversation when the request names one: `conversation_ref` in
+the request's `_meta` (tools/call, resources/read, prompts/get; the host's, never a tool argument
+the model fills in) or the portrait prompt's argument. A bad one is refused
+`invalid_conversation_ref`. Logs carry method names, ids and codes, never a person's words; an unexpected error
 is logged by its class only (its text or traceback could quote them).
 """
 
@@ -48,6 +51,7 @@ from mcp_types import (
     ListToolsResult,
     PaginatedRequestParams,
     Prompt,
+    PromptArgument,
     PromptMessage,
     ReadResourceRequestParams,
     ReadResourceResult,
@@ -89,6 +93,8 @@ PORTRAIT_PROMPT = "portrait"
 _PORTRAIT_ABOUT = ("What you remember about the person you are talking with: their pinned memories, then those "
                    "of importance 4 or more, most recently useful first, and how many more the recall tool finds.")
 _PROMPT_ABOUT = "For the system prompt: what you remember about the person, as notes about them."
+_REF_ABOUT = ("The assistant's conversation this is for (1 to 200 printable characters), so the person sees which "
+              "memories each conversation was given; kept as a digest.")
 INSTRUCTIONS = (
     "The memory of the person you are talking with, kept across conversations: recall what you know about "
     "them, remember what will still matter later, correct or forget a memory when they ask. Memories are "
@@ -162,9 +168,10 @@ class Handlers:
         self.runtime, self.resolve = runtime, resolve
         self.schemas = {t["function"]["name"]: t["function"] for t in tool_schemas(runtime.service.options)}
 
-    def service_for(self, caller: Caller) -> MemoryService:
-        """The service as the caller's app sees it: the person's block or pause obeyed, its uses kept."""
-        return self.runtime.service.for_app(caller.app)
+    def service_for(self, caller: Caller, conversation_ref: Any = None) -> MemoryService:
+        """The service as the caller's app sees it: the person's block or pause obeyed, its uses kept
+        (in the conversation `conversation_ref`; InvalidArgument `invalid_conversation_ref`)."""
+        return self.runtime.service.for_app(caller.app, conversation_ref)
 
     async def list_tools(self, ctx: Context, params: PaginatedRequestParams | None) -> ListToolsResult:
         caller = await self.resolve(ctx)
@@ -179,7 +186,10 @@ class Handlers:
         if not caller.key.allows(NEEDS[name]):
             log.info("mcp.refused method=tools/call name=%s reason=forbidden key=%s", name, caller.key.id)
             return _tool_result(_refusal("forbidden", caller.language))
-        service = self.service_for(caller)
+        try:
+            service = self.service_for(caller, conversation_of(params))
+        except MemoryServiceError as exc:
+            return _tool_result(_refusal(exc.code, caller.language))
         result = await anyio.to_thread.run_sync(
             lambda: run_tool(service, caller.place, name, arguments, language=caller.language)
         )
@@ -193,12 +203,13 @@ class Handlers:
         caller = await self.resolve(ctx)
         if str(params.uri) != PORTRAIT_URI:
             raise MCPError(code=INVALID_PARAMS, message="no such resource", data={"code": "not_found"})
-        text = resource_text(*await self.portrait(caller))
+        text = resource_text(*await self.portrait(caller, conversation_of(params)))
         return ReadResourceResult(contents=[TextResourceContents(uri=PORTRAIT_URI, text=text, mime_type="text/plain")])
 
     async def list_prompts(self, ctx: Context, params: PaginatedRequestParams | None) -> ListPromptsResult:
         caller = await self.resolve(ctx)
-        shown = [Prompt(name=PORTRAIT_PROMPT, title="What you remember about this person", description=_PROMPT_ABOUT)]
+        shown = [Prompt(name=PORTRAIT_PROMPT, title="What you remember about this person", description=_PROMPT_ABOUT,
+                        arguments=[PromptArgument(name="conversation_ref", required=False, description=_REF_ABOUT)])]
         return ListPromptsResult(prompts=shown if caller.key.allows(READ) else [])
 
     async def get_prompt(self, ctx: Context, params: GetPromptRequestParams) -> GetPromptResult:
@@ -206,17 +217,18 @@ class Handlers:
         if params.name != PORTRAIT_PROMPT:
             raise MCPError(code=INVALID_PARAMS, message="no such prompt", data={"code": "not_found"})
         # MCP prompts have no system role: the message says what it is, and the host places it.
-        body = prompt_text(*await self.portrait(caller))
+        ref = (params.arguments or {}).get("conversation_ref") or conversation_of(params)
+        body = prompt_text(*await self.portrait(caller, ref))
         return GetPromptResult(description=_PROMPT_ABOUT,
                                messages=[PromptMessage(role="user", content=TextContent(text=body))])
 
-    async def portrait(self, caller: Caller) -> tuple[Portrait, bool]:
+    async def portrait(self, caller: Caller, conversation_ref: Any = None) -> tuple[Portrait, bool]:
         """The caller's portrait, and whether the recall tool answers (the AI is on for the tenant)."""
         if not caller.key.allows(READ):
             log.info("mcp.refused method=portrait reason=forbidden key=%s", caller.key.id)
             raise refused("forbidden", caller.language, "this key lacks memories:read")
-        service = self.service_for(caller)
         try:
+            service = self.service_for(caller, conversation_ref)
             # Masked: this text is on its way to a model (DESIGN §9).
             return await anyio.to_thread.run_sync(
                 lambda: (service.portrait(caller.place, masked=True), service.ai_enabled(caller.place)))
@@ -243,6 +255,12 @@ def guarded(method: str, handler: Callable[[Context, Any], Awaitable[Any]]) -> A
                            data={"code": "error"}) from None
 
     return run
+
+
+def conversation_of(params: Any) -> Any:
+    """The conversation a request names in its `_meta` (`conversation_ref`), or None."""
+    meta = getattr(params, "meta", None)
+    return meta.get("conversation_ref") if isinstance(meta, Mapping) else None
 
 
 def _tool(function: Mapping[str, Any]) -> Tool:

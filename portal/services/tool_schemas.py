@@ -53,6 +53,11 @@ _IMPORTANCE = (
     "4 important, 5 essential (health constraints the person asked you to keep in mind, life events)."
 )
 
+_EXPIRES = (
+    "Only when the person says how long it should be kept (\"remember this for the week\"): when to "
+    "forget it, a date and time with its time zone, e.g. 2026-06-01T00:00:00Z. Leave it out otherwise."
+)
+
 
 def tool_schemas(options: Options | None = None) -> list[dict[str, Any]]:
     """The four tools in the OpenAI function-calling format:
@@ -81,6 +86,7 @@ def tool_schemas(options: Options | None = None) -> list[dict[str, Any]]:
                 "text": text("One sentence about the person, in the third person."),
                 "kind": copy.deepcopy(kind),
                 "importance": copy.deepcopy(importance),
+                "expires_at": {"type": "string", "format": "date-time", "description": _EXPIRES},
             },
             ["text"],
         ),

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from portal.domain.catalog import message as catalog_message
 from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.text import fold
-from portal.domain.types import Place, Source, as_place
+from portal.domain.types import Memory, Place, Source, as_place
 from portal.services.tool_schemas import RECALL_DEFAULT, RECALL_MAX, TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -96,13 +96,13 @@ def _remember(
     importance = _importance(args.get("importance"))
     outcome = service.remember(
         place, text, kind=kind, importance=importance, role=role, explicit=explicit, origin="inferred",
-        sources=(Source("tool", "remember"),), person_name=person_name,
+        sources=(Source("tool", "remember"),), person_name=person_name, expires_at=_string(args, "expires_at"),
     )
     memory = outcome.memory
     return {
         "ok": True,
         "code": "memory_saved",
-        "memory": memory.to_json(),
+        "memory": _shown(memory),
         "replaced_id": outcome.replaced_id,
         "reinforced": outcome.reinforced,
         # A reinforced duplicate changed nothing to take back: undo on its id would erase it.
@@ -143,7 +143,7 @@ def _update(service: MemoryService, place: Place, args: Mapping[str, Any], perso
     memory = outcome.memory
     # A correction that changed nothing wrote no revision: undo would take back an earlier write.
     changed = memory.revision != before.revision and memory.last_op == "update"
-    return {"ok": True, "code": "memory_corrected", "memory": memory.to_json(), "undo": {"id": memory.id} if changed else None}
+    return {"ok": True, "code": "memory_corrected", "memory": _shown(memory), "undo": {"id": memory.id} if changed else None}
 
 
 def _forget(service: MemoryService, place: Place, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,6 +165,14 @@ def _object(arguments: Any) -> Mapping[str, Any]:
     if not isinstance(arguments, Mapping):
         raise _Invalid()
     return arguments
+
+
+def _shown(memory: Memory) -> dict[str, Any]:
+    """A memory as a tool answers it: without the apps the person withheld it from (what they
+    decided about other apps is not this one's to read)."""
+    data = memory.to_json()
+    data.pop("withheld_from", None)
+    return data
 
 
 def _string(args: Mapping[str, Any], key: str, required: bool = False) -> Any:

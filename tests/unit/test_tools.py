@@ -65,7 +65,7 @@ def test_required_fields_and_ranges():
     tools = _by_name()
     remember, recall, update, forget = (tools[n]["parameters"] for n in TOOL_NAMES)
     assert remember["required"] == ["text"]
-    assert set(remember["properties"]) == {"text", "kind", "importance"}
+    assert set(remember["properties"]) == {"text", "kind", "importance", "expires_at"}
     assert remember["properties"]["kind"]["enum"] == list(DEFAULT_KINDS)
     assert (remember["properties"]["importance"]["minimum"], remember["properties"]["importance"]["maximum"]) == (1, 5)
     assert remember["properties"]["text"]["maxLength"] == 500
