@@ -92,7 +92,7 @@ def register(api: Api) -> None:
                 current = svc.reading.get(call.place, memory_id, use=False)
                 if current.revision != expected:
                     raise Conflict(current.revision)
-            memory = svc.set_use(call.place, memory_id, b.use, audit=AuditNote(call.key.id, "api_key", "memory.use"))
+            memory = svc.set_use(call.place, memory_id, b.use, audit=AuditNote(call.key.id, "api_key", "memory.use_changed"))
         assert memory is not None  # written by one of the two: `use` is None, or it is set
         return Reply(200, MemoryOut.of(memory))
 
