@@ -172,8 +172,8 @@ def give_a1_everything(console: Console) -> Place:
         service.consolidate_later(place, "I keep a capybara called Waffle", "conv-quokka-2")
         service.pause(place)
         bot = App("app-quokka", "Quokka bot")
-        service.for_app(bot).get(place, first.id if place == a1.place else
-                                 service.list(namesake, limit=1).items[0].id)  # an app's use
+        service.for_app(bot, conversation_ref="conv-quokka-3").get(
+            place, first.id if place == a1.place else service.list(namesake, limit=1).items[0].id)  # an app's use, in a conversation
         service.set_app_control(place, bot.id, "blocked")  # and what the person decided about it
     portal = console.client(console.a1)  # the person's own audited actions
     assert portal.get("/account/export.json").status_code == 200
@@ -236,7 +236,7 @@ def erasure_leaves_nothing(console: Console) -> None:
     assert request.counts == {
         "memories": before["memories"], "revisions": before["memory_revisions"], "settings": before["memory_settings"],
         "refs": before["consolidation_refs"], "receipts": before["idempotency_receipts"],
-        "tombstones": before["memory_tombstones"], "app_uses": before["app_uses"],
+        "tombstones": before["memory_tombstones"], "app_uses": before["app_uses"] + before["conversation_uses"],
         "app_controls": before["app_controls"], "jobs": before["consolidation_jobs"], "accounts": 1,
     }
     assert owner_rows(engine, namesake.owner_id, namesake.scope) == theirs

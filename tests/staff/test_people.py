@@ -145,7 +145,7 @@ def test_export_for_an_access_request_is_a_json_download_and_audited(console: Co
     # the very document a person downloads themselves (portal.domain.export)
     assert (data["format"], data["version"]) == ("memory-portal/export", 1)
     assert set(data) == {"format", "version", "exported_at", "account", "owner_id", "scope", "settings", "memories", "apps",
-                         "jobs"}
+                         "jobs", "conversations"}
     [edited] = [m for m in data["memories"] if m["text"].endswith("oboe")]
     assert [r["text"] for r in edited["revisions"]] == ["Wants to learn the bassoon"]  # earlier wording too
     [entry] = console.audit(action="access.exported")
