@@ -67,9 +67,14 @@ def register(api: Api) -> None:
     def consolidate(call: Call) -> Reply:
         """The configured model reads the conversation and what is kept, and its facts and corrections
         pass the same rules as a remember. With the AI switched off for the tenant: 422 `ai_disabled`,
-        nothing sent to the model, nothing learnt, no job queued."""
+        nothing sent to the model, nothing learnt, no job queued. `temporary`: a conversation that
+        teaches nothing, answered at once (status `temporary`): nothing learnt, nothing of it kept,
+        no job whatever `wait` says, and the person sees that the app only reads."""
         b: ConsolidateIn = call.body
         transcript = b.transcript if isinstance(b.transcript, str) else [t.model_dump() for t in b.transcript]
+        if b.temporary:  # nothing to keep for later: there is nothing a job could do later either
+            return Reply(200, ConsolidateOut.of(service().consolidate(call.place, transcript, b.ref,
+                                                                      temporary=True).to_json()))
         if not b.wait or "respond-async" in request.headers.get("Prefer", "").replace(" ", "").split(","):
             job = service().consolidate_later(call.place, transcript, b.ref, role=b.role, person_name=b.person_name,
                                               language=b.language)

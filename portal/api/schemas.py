@@ -206,10 +206,21 @@ class ConsolidateIn(Strict):
     wait: Flag = Field(True, description=(
         "false (or the header Prefer: respond-async): answer 202 at once with a job to follow at its "
         "Location, learnt in the background and tried again while the model fails"))
+    temporary: Flag = Field(False, description=(
+        "true: a conversation that teaches nothing. Answered at once (200, whatever `wait` says: no job), "
+        "status `temporary`: nothing is learnt, nothing is sent to the model, nothing of the conversation is "
+        "kept and its ref is not used up (sent again without `temporary`, it is learnt as if for the first "
+        "time). Recall stays allowed. The app's use is counted without a word, and the person sees that the "
+        "app only reads. The AI switch stops nothing here; a pause answers `paused`, a block 403 `app_blocked`"))
 
 
 class ConsolidateOut(BaseModel):
-    status: Literal["done", "already", "paused", "empty", "unavailable", "failed"]
+    status: Literal["done", "already", "paused", "empty", "unavailable", "failed", "temporary"] = Field(
+        ..., description=(
+            "done: learnt; already: this ref was consolidated before; paused: the person (or they for this app) "
+            "paused learning, nothing learnt; empty: nothing to read; unavailable: no model, or the AI is "
+            "switched off; failed: see `reason`; temporary: the conversation was marked temporary, nothing was "
+            "learnt from it and nothing of it was kept"))
     added: int
     corrected: int
     refused: int
@@ -222,12 +233,13 @@ class ConsolidateOut(BaseModel):
     ))
     failed: int | None = None
     proposed: int | None = None
-    detail: str | None = Field(None, description="what `reason` means, in words (English)")
+    detail: str | None = Field(None, description="what `reason` (or the status unavailable or temporary) means, in "
+                                                 "words (English)")
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> ConsolidateOut:
         """The synchronous answer (`ConsolidationResult.to_json()`), with its reason in words."""
-        reason = data.get("reason") or (data.get("status") if data.get("status") == "unavailable" else None)
+        reason = data.get("reason") or (data.get("status") if data.get("status") in ("unavailable", "temporary") else None)
         return cls.model_validate({**data, "detail": message(f"consolidation.{reason}", DEFAULT_LANGUAGE) if reason else None})
 
 

@@ -179,10 +179,13 @@ class MemoryClient:
 
     def consolidate(self, owner_id: str, transcript: Transcript, ref: str, role: str | None = None,
                     person_name: str | None = None, language: str | None = None,
-                    idempotency_key: str | None = None) -> ConsolidationResult:
-        """Learn from a finished conversation, once per `ref`; `Refused("ai_disabled")` with the AI off."""
+                    idempotency_key: str | None = None, temporary: bool = False) -> ConsolidationResult:
+        """Learn from a finished conversation, once per `ref`; `Refused("ai_disabled")` with the AI off.
+        `temporary`: a conversation that teaches nothing (status `temporary`: nothing learnt, nothing
+        of it kept, the ref left free for a later consolidation)."""
         turns = transcript if isinstance(transcript, str) else [dict(t) for t in transcript]
         body = _given(transcript=turns, ref=ref, role=role, person_name=person_name, language=language)
+        body.update(_flags(temporary=temporary))
         data, _ = self._call("POST", _person(owner_id, "consolidate"), body, idempotency_key=idempotency_key)
         return ConsolidationResult.of(data)
 

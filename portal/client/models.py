@@ -127,7 +127,8 @@ class Portrait:
 
 @dataclass(frozen=True, slots=True)
 class ConsolidationResult:
-    """What a consolidation did: `status` is done, already, paused, empty, unavailable or failed."""
+    """What a consolidation did: `status` is done, already, paused, empty, unavailable, failed or
+    temporary (marked temporary: nothing learnt, nothing kept)."""
 
     status: str
     added: int

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from portal.contract.base import ALL, ContractBase
-from portal.domain.apps import App, AppUse
+from portal.domain.apps import NO_MEMORY, TEMPORARY, App, AppUse
 from portal.domain.errors import Refused
 from portal.domain.types import Place
 from portal.ports import Store
@@ -76,6 +76,30 @@ class AppsContract(ContractBase):
         with store.read(kept) as tx:
             assert [u.action for u in tx.app_uses()] == ["recalled"] and tx.app_controls() == {"app-1": "paused"}
         assert store.prune_uses(self.at(86_400 * 5)) == 0
+
+    def test_a_use_of_no_memory_is_counted_and_goes_as_every_use_goes(self, store: Store) -> None:
+        """A conversation an app kept temporary is a use of no memory (NO_MEMORY): counted per day
+        like any use, named by no memory's uses, erased with the person and pruned by age."""
+        here, other_owner, _ = self.places3(store)
+        (memory,) = self.add(store, here, "one")
+        with store.write(here) as tx:
+            tx.record_use("app-1", TEMPORARY, [NO_MEMORY], self.at(1))
+            tx.record_use("app-1", TEMPORARY, [NO_MEMORY], self.at(2))
+            tx.record_use("app-1", TEMPORARY, [NO_MEMORY], self.at(86_400 * 10))
+            tx.record_use("app-1", "recalled", [memory.id], self.at(3))
+            tx.commit()
+        with store.read(here) as tx:
+            assert [(u.memory_id, u.action, u.count) for u in tx.app_uses()] == [
+                (NO_MEMORY, TEMPORARY, 1), (memory.id, "recalled", 1), (NO_MEMORY, TEMPORARY, 2)]
+            assert [u.action for u in tx.app_uses(memory.id)] == ["recalled"]
+        assert store.prune_uses(self.at(86_400 * 5)) == 2
+        with store.read(here) as tx:
+            assert [(u.memory_id, u.count) for u in tx.app_uses()] == [(NO_MEMORY, 1)]
+        with store.read(other_owner) as tx:
+            assert tx.app_uses() == []
+        assert store.purge_owner(here.owner_id).app_uses == 1
+        with store.read(here) as tx:
+            assert tx.app_uses() == []
 
     def test_a_blocked_app_opens_nothing_and_a_paused_one_changes_nothing(self, store: Store) -> None:
         """A paused app may still read and take away (remove, as a forget the person asked for),

@@ -109,6 +109,7 @@ _EN: dict[str, Entry] = {
     "consolidation.error": "Something went wrong while learning; it was logged, without the conversation.",
     "consolidation.ai_disabled": "The assistant's AI is switched off for this organisation: nothing is learnt.",
     "consolidation.unavailable": "No model is set up (MEMORY_LLM_BASE_URL): nothing is learnt.",
+    "consolidation.temporary": "The conversation was temporary: nothing was learnt from it and nothing of it was kept.",
     "refused.error": "Something went wrong on our side. It was logged; try again later.",
     # support staff and admins
     "refused.reason_required": "Choose why you need to see the memories.",

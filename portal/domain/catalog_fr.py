@@ -91,6 +91,7 @@ FR: dict[str, Entry] = {
     "consolidation.error": "Une erreur est survenue pendant l'apprentissage ; elle a été notée, sans la conversation.",
     "consolidation.ai_disabled": "L'IA de l'assistant est désactivée pour cette organisation : rien n'est appris.",
     "consolidation.unavailable": "Aucun modèle n'est configuré (MEMORY_LLM_BASE_URL) : rien n'est appris.",
+    "consolidation.temporary": "La conversation était temporaire : rien n'en a été appris et rien n'en a été gardé.",
     "refused.error": "Une erreur s'est produite de notre côté. Elle a été enregistrée ; réessayez plus tard.",
     "refused.reason_required": "Indiquez pourquoi vous devez voir les souvenirs.",
     "refused.invalid_ticket": "Une référence de ticket ne contient que des lettres, des chiffres et - _ # / . :",

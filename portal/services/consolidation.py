@@ -16,6 +16,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+from portal.domain.apps import NO_MEMORY, TEMPORARY
 from portal.domain.errors import Conflict, InvalidWhere, NotFound, Refused
 from portal.domain.extraction import Extraction, read_extraction
 from portal.domain.options import new_id
@@ -75,9 +76,11 @@ class Consolidation:
         person_name: str | None = None,
         language: str | None = None,
         attributes: Any = None,
+        temporary: bool = False,
     ) -> ConsolidationResult:
         """Learn from a finished conversation, once per `ref`. Never raises. `attributes` go with
         each memory it adds (portal.domain.attributes; a host's agent, run, metadata...).
+        `temporary`: a conversation that teaches nothing (`_temporary`): status `temporary`.
 
         Statuses: done, already (this ref was consolidated), paused (marked done, nothing learnt,
         even after resume), empty (nothing to read), unavailable (no model, or the AI is off:
@@ -85,14 +88,17 @@ class Consolidation:
         error; the ref is released so the next run retries, and what was kept merges as
         duplicates). A model's answer that stopped half way is `done` with reason `cut` when it
         held whole facts before the cut (they are kept), and `failed` with reason `cut` when it
-        held none. The one exception: Refused `app_blocked`, for an app (`MemoryService.for_app`)
-        the person blocked, checked before anything else.
+        held none. temporary (the host marked the conversation temporary: nothing learnt, nothing
+        of it kept, see `_temporary`). The one exception: Refused `app_blocked`, for an app
+        (`MemoryService.for_app`) the person blocked, checked before anything else.
         """
         try:
             place = as_place(place)
         except InvalidWhere:
             return ConsolidationResult("failed", reason="invalid_where")
         self.ctx.admit(place)
+        if temporary:
+            return self._temporary(place, transcript, ref)
         claimed = paused = False
         holder = new_id()  # this request's hold on the ref: a takeover or an erasure ends it
         try:
@@ -121,6 +127,38 @@ class Consolidation:
             result.status, _pid(place), result.added, result.corrected, result.refused, result.failed, result.reason,
         )
         return result
+
+    def _temporary(self, place: Place, transcript: Any, ref: Any) -> ConsolidationResult:
+        """A conversation the assistant marked temporary: nothing is learnt and nothing of it is
+        kept. It is read only to check it is a conversation (`failed`/`error` otherwise, as any
+        consolidation answers), never shown to the model, never kept in a job, and its `ref` is not
+        claimed: a later consolidation of the same conversation, not temporary, is the host asking
+        again and learns as if it were the first (one already learnt is neither learnt again nor
+        taken back). With no model involved, neither the AI switch nor a missing model stops it.
+        The person's pause and the app's pause answer `paused` (nothing claimed either) and a block
+        `app_blocked`, as a consolidation does; otherwise it answers `temporary` and the app's use is counted,
+        content-free (`TEMPORARY`, a use of no memory: no ref, no word), in one transaction."""
+        try:
+            if not is_valid_ref(ref) or read_transcript(transcript) is None:
+                return ConsolidationResult("failed", reason="error")
+            app = self.ctx.app
+            with self.ctx.store.write(place) if app is not None else self.ctx.store.read(place) as tx:
+                if tx.settings().paused:  # the person's, or the app's (AppTx)
+                    log.info("consolidate.paused place=%s temporary=1", _pid(place))
+                    return ConsolidationResult("paused")
+                if app is not None:
+                    tx.record_use(app.id, TEMPORARY, [NO_MEMORY], self.ctx.clock())
+                    tx.commit()
+        except Refused as exc:
+            if exc.code == "app_blocked":  # blocked since the check before
+                raise
+            log.warning("consolidate.error place=%s error=%s", _pid(place), exc.code)
+            return ConsolidationResult("failed", reason="error")
+        except Exception as exc:  # the promise is "never raises"
+            log.warning("consolidate.error place=%s error=%s", _pid(place), type(exc).__name__)
+            return ConsolidationResult("failed", reason="error")
+        log.info("consolidate.temporary place=%s", _pid(place))
+        return ConsolidationResult("temporary")
 
     def _shown(self, place: Place, transcript: Any, ref: Any) -> list[Message] | ConsolidationResult:
         """The messages the model is to be shown, or the result when there is nothing to run:

@@ -91,8 +91,10 @@ def test_each_use_is_recorded_per_app_and_action_without_a_word_of_the_memory(an
     names = {app(world, k).id: app(world, k) for k in ("a", "a_only:memories:read")}
     summaries = world.runtime.service.connected_apps(Place("ada", world.tenant_a), names)
     found = {s.app.name: (s.counts, s.memories) for s in summaries}
-    assert found["a"] == ({"remembered": 1, "recalled": 2, "corrected": 1, "forgot": 0, "read": 0}, 1)
-    assert found["a_only:memories:read"] == ({"remembered": 0, "recalled": 0, "corrected": 0, "forgot": 0, "read": 1}, 1)
+    assert found["a"] == ({"remembered": 1, "recalled": 2, "corrected": 1, "forgot": 0, "read": 0,
+                          "temporary": 0}, 1)
+    assert found["a_only:memories:read"] == ({"remembered": 0, "recalled": 0, "corrected": 0, "forgot": 0, "read": 1,
+                                              "temporary": 0}, 1)
     with world.runtime.engine.connect() as conn:
         rows = [tuple(map(str, r)) for r in conn.execute(select(app_uses))]
     assert rows and not any("tea" in value for row in rows for value in row)
