@@ -167,7 +167,14 @@ def test_the_person_page_shows_each_connected_apps_counts_and_state_but_no_text(
     table = html[html.index('data-testid="staff-apps"'):html.index("</table>", html.index('data-testid="staff-apps"'))]
     assert "Support bot" in table and "paused" in table
     cells = re.findall(r"<td>([^<]*)</td>", bare_cells(table))
-    assert cells[3:] == ["3", "0", "1", "0", "0", "3"]  # memories used; remembered, recalled, corrected, forgot, read
+    # memories used; remembered, recalled, corrected, forgot, read; conversations kept temporary
+    assert cells[3:] == ["3", "0", "1", "0", "0", "3", "0"]
+    view.consolidate(console.a1.place, "User: nothing to keep", "conv-1", temporary=True)
+    console.runtime.service.set_app_control(console.a1.place, bot.id, None)
+    view.consolidate(console.a1.place, "User: nothing to keep", "conv-1", temporary=True)
+    html = console.client(console.sA).get(f"/staff/people/{console.a1.id}").get_data(as_text=True)
+    table = html[html.index('data-testid="staff-apps"'):html.index("</table>", html.index('data-testid="staff-apps"'))]
+    assert re.findall(r"<td>([^<]*)</td>", bare_cells(table))[-1] == "1"  # counted once: paused, it was refused
     for word in A1_WORDS:
         assert word not in html.lower()
 

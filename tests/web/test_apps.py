@@ -112,3 +112,52 @@ def test_the_download_names_each_app_that_used_the_memory_and_how(world: World) 
     (entry,) = answer.json["apps"]
     assert (entry["app_id"], entry["name"], entry["control"]) == (bot.id, "Support bot", "paused")
     assert [(u["memory_id"], u["action"], u["count"]) for u in entry["uses"]] == [(tea.id, "recalled", 1)]
+
+
+def test_an_app_that_only_reads_is_said_so_and_its_temporary_conversations_counted(world: World) -> None:
+    """Issue 29 (item 5): an app that recalled or read but never remembered, corrected or forgot
+    only reads; its conversations kept temporary are counted (nothing learnt from them)."""
+    world.remember(world.ada, "Prefers green tea")
+    reader, writer = connected(world, "Claude Desktop"), connected(world, "Support bot")
+    view = world.runtime.service.for_app(reader)
+    view.recall(world.ada.place, "green tea")
+    for n in range(3):
+        assert view.consolidate(world.ada.place, "User: zqmarlo is a secret", f"c{n}", temporary=True).status == \
+            "temporary"
+    world.runtime.service.for_app(writer).remember(world.ada.place, "Works night shifts")
+    html = world.client(world.ada).get("/account/apps").get_data(as_text=True)
+    reads = html[html.index(f'id="app-{reader.id}"'):]
+    reads = reads[:reads.index("</li>")]
+    writes = html[html.index(f'id="app-{writer.id}"'):]
+    writes = writes[:writes.index("</li>")]
+    assert "Only reads your memories" in reads and "Only reads your memories" not in writes
+    assert "3 conversations kept temporary: nothing learnt" in " ".join(reads.split())
+    assert "kept temporary" not in writes
+    assert 'data-action="temporary"' not in html  # a conversation, not a memory: not among the memory counts
+    assert "zqmarlo" not in html
+
+    world.runtime.service.for_app(writer).consolidate(world.ada.place, "User: hello", "c9", temporary=True)
+    page = " ".join(world.client(world.ada).get("/account/apps").get_data(as_text=True).split())
+    assert "1 conversation kept temporary: nothing learnt" in page
+
+
+def test_the_only_reads_wording_in_french(world: World) -> None:
+    world.remember(world.bob, "Aime le jazz")
+    reader = connected(world, "Claude Desktop")
+    view = world.runtime.service.for_app(reader)
+    view.list(world.bob.place)
+    view.consolidate(world.bob.place, "User: rien", "c1", temporary=True)
+    view.consolidate(world.bob.place, "User: rien", "c2", temporary=True)
+    page = page_text(world.client(world.bob).get("/account/apps"))
+    assert "Ne fait que lire vos souvenirs" in page
+    assert "2 conversations restées temporaires : rien n'en a été appris" in page
+    assert "Only reads" not in page
+
+
+def test_staff_see_an_app_s_temporary_conversations_and_the_download_names_them(world: World) -> None:
+    reader = connected(world)
+    world.runtime.service.for_app(reader).consolidate(world.ada.place, "User: zqmarlo", "c1", temporary=True)
+    answer = world.client(world.ada).get("/account/export.json")
+    (entry,) = answer.json["apps"]
+    assert [(u["memory_id"], u["action"], u["count"]) for u in entry["uses"]] == [(None, "temporary", 1)]
+    assert "zqmarlo" not in answer.get_data(as_text=True)
