@@ -13,6 +13,7 @@ import numpy as np
 from sqlalchemy import (
     Boolean,
     LargeBinary,
+    String,
     and_,
     bindparam,
     exists,
@@ -65,12 +66,26 @@ def alive() -> ColumnElement[bool]:
 
 
 def app_pattern(app_id: str | None) -> str:
-    """The LIKE pattern finding an app id in `withheld` (a JSON list: the id as its JSON string,
-    quotes included, wildcards escaped); for no app (the person), one that matches nothing kept."""
+    """The LIKE pattern finding an app id as an element of `withheld` (a JSON list, as
+    `portal.domain.decisions.withheld_json` writes it): its JSON string, quotes included, wildcards
+    escaped, right after the list's "[" or an element's ", " (the pattern starts with "%"; the
+    statement tries it also with the "[" in place of the "% "). Inside a JSON string every quote is
+    escaped, so a quote after "[" or a space opens an element and the id is matched exactly: a
+    memory withheld from 'a"b' is not withheld from 'b'. For no app (the person), one that matches
+    nothing kept."""
     if app_id is None:
         return ""
     quoted = json.dumps(app_id).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{quoted}%"
+    return f"% {quoted}%"
+
+
+def _withheld_from(pattern: Any) -> ColumnElement[bool]:
+    """`withheld` holds the app `pattern` (an `app_pattern`) as its first element or a later one."""
+    first = "[" + pattern[2:] if isinstance(pattern, str) else literal("[") + func.substr(pattern, 3)
+    return M.withheld.like(first, escape="\\") | M.withheld.like(pattern, escape="\\")
+
+
+EVERY_APP_PATTERN = app_pattern("*")
 
 
 def usable_by(app_id: str | None) -> ColumnElement[bool]:
@@ -78,8 +93,8 @@ def usable_by(app_id: str | None) -> ColumnElement[bool]:
     `everyone` true for the person (who receives all they keep), else `app_pattern`."""
     if app_id is None:
         return (bindparam("everyone", type_=Boolean()) | M.withheld.is_(None)
-                | ~(M.withheld.like('%"*"%') | M.withheld.like(bindparam("app_pattern"), escape="\\")))
-    return M.withheld.is_(None) | ~(M.withheld.like('%"*"%') | M.withheld.like(app_pattern(app_id), escape="\\"))
+                | ~(_withheld_from(EVERY_APP_PATTERN) | _withheld_from(bindparam("app_pattern", type_=String()))))
+    return M.withheld.is_(None) | ~(_withheld_from(EVERY_APP_PATTERN) | _withheld_from(app_pattern(app_id)))
 
 
 GET = select(memories).where(bound_place(memories), M.id == bindparam("memory_id"), alive())
