@@ -17,7 +17,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from portal import api
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import load_config, secret_key_for
-from portal.web import account, admin, auth, decisions, errors, health, labels, memories, portrait, staff
+from portal.web import account, admin, auth, decisions, errors, forget_about, health, labels, memories, portrait, staff
 from portal.web.render import kind_label
 from portal.web.security import csrf, init_security
 from portal.web.throttle import init_throttle
@@ -53,7 +53,7 @@ def create_app(config: dict[str, Any] | None = None, runtime: Runtime | None = N
     api_blueprint = api.init_app(app).blueprint
     csrf.exempt(api_blueprint)  # bearer-token JSON API: no cookies, so no CSRF; nothing else is exempt
     csrf.exempt(api.mem0.bp)  # mem0's routes: the same keys, no cookies either
-    for blueprint in (auth.bp, memories.bp, decisions.bp, portrait.bp, account.bp, staff.bp, admin.bp):
+    for blueprint in (auth.bp, memories.bp, forget_about.bp, decisions.bp, portrait.bp, account.bp, staff.bp, admin.bp):
         app.register_blueprint(blueprint)
     init_throttle(app)
     app.jinja_env.globals["kind_label"] = kind_label

@@ -11,7 +11,7 @@ from flask import Blueprint, Flask, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
-from portal.api import mem0, mem0_memory, memories, meta, people, problems, tools
+from portal.api import forget_matching, mem0, mem0_memory, memories, meta, people, problems, tools
 from portal.api.limits import init_limits
 from portal.api.mem0_base import as_json, is_mem0_path
 from portal.api.metrics import init_metrics
@@ -25,6 +25,7 @@ def build_api() -> tuple[Blueprint, Api]:
     api = Api(bp, "memory portal API", "1.0.0")
     memories.register(api)
     people.register(api)
+    forget_matching.register(api)
     tools.register(api)
     meta.register(api, bp, PREFIX)
     problems.install(bp)

@@ -111,6 +111,29 @@ def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
     click.echo(json.dumps(counts.to_json()))
 
 
+@click.command("forget-matching")
+@click.argument("owner_id")
+@click.argument("query")
+@click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
+@click.option("--yes", is_flag=True, help="Forget what the preview lists (without it: the preview alone).")
+def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool) -> None:
+    """Forget everything about QUERY kept for OWNER_ID in one tenant: the memories sharing a word
+    with it, as close by meaning as the relevance floor, or naming a person it names, archived ones
+    too (at most 200 a run). Without --yes, prints what matches (ids and how many, never a word);
+    with --yes, forgets exactly what that preview listed, as `forget` does, with one audit entry."""
+    runtime = current_runtime()
+    place = Place(owner_id, tenant_ref_id(runtime, tenant_ref))
+    found = runtime.service.preview_forget_matching(place, query)
+    ids = [m.id for m in found.items]
+    if not yes:
+        click.echo(json.dumps({"matched": len(ids), "more": found.more, "ids": ids, "dry_run": True}))
+        return
+    done = runtime.service.forget_matching(place, found.token, ids,
+                                           audit=AuditNote(None, "operator", "person.forgot_matching"))
+    runtime.store.settle(60)  # the cleaning up after the erasure, before the process ends
+    click.echo(json.dumps({**done.to_json(), "more": found.more}))
+
+
 @click.command()
 @click.argument("owner_id")
 @click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
@@ -220,4 +243,4 @@ def rotate_keys(batch_size: int, encrypt_plaintext: bool) -> None:
     click.echo(json.dumps(counts.to_json()))
 
 
-COMMANDS = (worker, serve, reindex, purge_owner, export, import_file, prune, encryption_key, rotate_keys)
+COMMANDS = (worker, serve, reindex, purge_owner, forget_matching, export, import_file, prune, encryption_key, rotate_keys)

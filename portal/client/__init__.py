@@ -30,10 +30,24 @@ from portal.client.errors import (
     Unauthorized,
 )
 from portal.client.memory_client import MemoryClient
-from portal.client.models import ConsolidationResult, Export, Hit, Memory, Page, Portrait, PurgeCounts, Revision, Saved, Source
+from portal.client.models import (
+    ConsolidationResult,
+    Export,
+    ForgetPreview,
+    ForgotMatching,
+    Hit,
+    Memory,
+    Page,
+    Portrait,
+    PurgeCounts,
+    Revision,
+    Saved,
+    Source,
+)
 
 __all__ = [
-    "ApiError", "BadRequest", "Conflict", "ConsolidationResult", "Export", "Forbidden", "Hit", "InvalidId", "Memory",
+    "ApiError", "BadRequest", "Conflict", "ConsolidationResult", "Export", "Forbidden", "ForgetPreview", "ForgotMatching",
+    "Hit", "InvalidId", "Memory",
     "MemoryClient", "NotFound", "Page", "PayloadTooLarge", "Portrait", "PurgeCounts", "RateLimited", "Redacted",
     "Refused", "Revision", "Saved", "Source", "Unauthorized",
 ]

@@ -15,6 +15,8 @@ from portal.client.errors import ApiError, InvalidId, Redacted, error_of
 from portal.client.models import (
     ConsolidationResult,
     Export,
+    ForgetPreview,
+    ForgotMatching,
     Hit,
     Memory,
     Page,
@@ -127,6 +129,21 @@ class MemoryClient:
     def forget(self, owner_id: str, memory_id: str, idempotency_key: str | None = None) -> None:
         """Erase a memory, every revision and vector, for good."""
         self._call("DELETE", _memory(owner_id, memory_id), idempotency_key=idempotency_key)
+
+    def preview_forget_matching(self, owner_id: str, query: str) -> ForgetPreview:
+        """Everything about a subject (words, meaning, the people it names), active and archived:
+        nothing changes yet. Hand `preview` and the ids to keep forgetting to `forget_matching`."""
+        data, _ = self._call("POST", _person(owner_id, "forget-matching"), {"query": query, "dry_run": True})
+        return ForgetPreview([Memory.of(m) for m in data["items"]], data["preview"], bool(data["more"]))
+
+    def forget_matching(self, owner_id: str, preview: str, ids: Sequence[str],
+                        idempotency_key: str | None = None) -> ForgotMatching:
+        """Forget exactly these of a preview's memories (`Refused` `not_previewed` for any other id,
+        `invalid_preview` once the preview is 30 minutes old); one changed since is kept, in `changed`."""
+        data, _ = self._call("POST", _person(owner_id, "forget-matching"), {"preview": preview, "ids": builtins.list(ids)},
+                             idempotency_key=idempotency_key)
+        return ForgotMatching(int(data["memories"]), int(data["revisions"]), builtins.list(data["forgotten"]),
+                              builtins.list(data["changed"]), builtins.list(data["gone"]))
 
     def history(self, owner_id: str, memory_id: str) -> builtins.list[Revision]:
         data, _ = self._call("GET", _memory(owner_id, memory_id, "history"))

@@ -167,3 +167,25 @@ class PurgeCounts:
     refs: int
     receipts: int
     tombstones: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetPreview:
+    """What a subject matches (at most 200, the most relevant first), the token that confirms them,
+    and whether more matched than are listed."""
+
+    items: list[Memory]
+    preview: str
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ForgotMatching:
+    """What a confirmed forget by subject did: the ids forgotten, those kept because they changed
+    since the preview, and those gone already."""
+
+    memories: int
+    revisions: int
+    forgotten: list[str]
+    changed: list[str]
+    gone: list[str]

@@ -128,6 +128,10 @@ _EN: dict[str, Entry] = {
     "refused.import_unknown_version": "This export is of a version this portal does not read.",
     "refused.import_empty": "This file holds no memory to import.",
     "refused.import_too_large_here": "This file is too large to import here (at most 600 KB). Split it, or ask support.",
+    # forget everything about a subject (portal.services.subject)
+    "refused.invalid_subject": "Say what to forget about in a few words (at most 500 characters).",
+    "refused.invalid_preview": "Forgetting by subject needs a valid preview: preview again (a preview is valid for 30 minutes).",
+    "refused.not_previewed": "Only memories the preview listed can be forgotten this way. Preview again.",
     "refused.invalid_email": "That is not an e-mail address.",
     "refused.email_taken": "An account with that e-mail exists already.",
     "refused.password_too_short": "The password needs at least 10 characters.",

@@ -111,6 +111,9 @@ FR: dict[str, Entry] = {
     "refused.import_too_large_here": (
         "Ce fichier est trop gros pour être importé ici (600 Ko au plus). Découpez-le, ou demandez au support."
     ),
+    "refused.invalid_subject": "Dites en quelques mots ce qu'il faut oublier (500 caractères au plus).",
+    "refused.invalid_preview": "Oublier par sujet demande un aperçu valable : refaites l'aperçu (il vaut 30 minutes).",
+    "refused.not_previewed": "Seuls les souvenirs listés par l'aperçu peuvent être oubliés ainsi. Refaites l'aperçu.",
     "refused.invalid_email": "Ce n'est pas une adresse e-mail.",
     "refused.email_taken": "Un compte existe déjà avec cette adresse e-mail.",
     "refused.password_too_short": "Le mot de passe doit compter au moins 10 caractères.",

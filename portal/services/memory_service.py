@@ -48,6 +48,7 @@ from .portability import Imported, Portability
 from .privacy import Privacy
 from .recall import Recall
 from .retention import PruneCounts, Retention
+from .subject import ForgotMatching, Preview, Subject
 from .vectors import reindex
 
 
@@ -79,6 +80,7 @@ class MemoryService:
         self.retention = Retention(self.ctx)
         self.apps = Apps(self.ctx)
         self.decisions = Decisions(self.ctx)
+        self.subject = Subject(self.ctx)
         self.jobs = Jobs(self.ctx, lambda app_id: self.for_app(App(app_id, "")) if app_id else self)
 
     def for_app(self, app: App, conversation_ref: Any = None) -> MemoryService:
@@ -183,6 +185,13 @@ class MemoryService:
 
     def erase_history(self, place: Place, memory_id: str) -> int:
         return self.memories.erase_history(place, memory_id)
+
+    # forget everything about a subject: portal.services.subject
+    def preview_forget_matching(self, place: Place, query: Any) -> Preview:
+        return self.subject.preview(place, query)
+
+    def forget_matching(self, place: Place, token: Any, ids: Any, audit: AuditNote | None = None) -> ForgotMatching:
+        return self.subject.forget(place, token, ids, audit)
 
     def reindex(self, limit: int | None = None, progress: Callable[[int], None] | None = None, batch: int = 64) -> int:
         return reindex(self.ctx, limit, progress, batch)

@@ -102,6 +102,7 @@ audit_action_label = _labelled(lambda: {
     "person.paused": _("Paused memory"), "person.resumed": _("Resumed memory"),
     "person.erased_all": _("Erased everything"), "person.exported": _("Downloaded their data"),
     "person.imported": _("Imported memories"), "person.import_undone": _("Took an import back"),
+    "person.forgot_matching": _("Forgot everything about a subject"),
     "person.app_paused": _("Paused an app"), "person.app_blocked": _("Blocked an app"),
     "person.app_resumed": _("Let an app use their memory again"),
     "person.erased": _("Erased by an app"), "person.purged": _("Erased from the command line"),

@@ -193,6 +193,7 @@ def endpoints(owner: str, memory_id: str) -> list[Endpoint]:
         Endpoint("put_settings", "PUT", f"{person}/settings", {"paused": False}, write),
         Endpoint("export", "GET", f"{person}/export", None, read),
         Endpoint("erase", "DELETE", person, None, "erasure"),
+        Endpoint("forget_matching", "POST", f"{person}/forget-matching", {"query": "tea", "dry_run": True}, write),
         Endpoint("tools", "GET", f"{API}/tools", None, None),
         Endpoint("tool_recall", "POST", f"{person}/tools/recall", {"arguments": {"query": "tea"}}, read),
         Endpoint("tool_remember", "POST", f"{person}/tools/remember", {"arguments": {"text": "Likes jazz"}}, write),

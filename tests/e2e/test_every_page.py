@@ -5,10 +5,11 @@ window) and every control (link, button, field) is at least 44 px tall, as the R
 Each person, staff member and admin walks through their pages as they meet them: signed out, too
 many tries, the list with its New banner, a search that finds nothing, editing in place and as a
 page, a toast, paused, the history, the confirmation pages, erase everything, importing and its
-preview, connected apps, the error pages; finding a person, a person, the break-glass memories, an
-erasure request open and done, the erasure list, the audit log; the admin console, a new key and
-the admin's confirmation pages. The walk must reach every page the app serves: a new page (a GET
-view, a view that asks first, a form answered by a page) fails this test until it is walked here.
+preview, forget everything about … and its preview, connected apps, the error pages; finding a
+person, a person, the break-glass memories, an erasure request open and done, the erasure list, the
+audit log; the admin console, a new key and the admin's confirmation pages. The walk must reach
+every page the app serves: a new page (a GET view, a view that asks first, a form answered by a
+page) fails this test until it is walked here.
 
 Forms are found by their action (both languages share it), the rest by role, label or data-testid.
 """
@@ -41,7 +42,7 @@ LOCALES = {"en": "en-GB", "fr": "fr-FR"}
 NOT_PAGES = {"static", "metrics", "memories.home", "memories.row", "account.export_csv", "account.export_json",
              "staff.audit_csv"}
 # Forms answered by a page of their own (not a redirect, not a fragment).
-POSTED_PAGES = {"account.import_memories", "staff.open_memories"}
+POSTED_PAGES = {"account.import_memories", "staff.open_memories", "forget_about.preview"}
 
 # What a phone shows: the document's width, and every visible control under 44 px tall. A
 # checkbox is as tall as the label that holds it (a tap on the label ticks it).
@@ -179,6 +180,13 @@ def person_pages(walk: Walk, runtime: Runtime, who: Person) -> Iterator[str]:
         page.locator("main form button.primary").click()
     expect(page.get_by_test_id("toast")).to_be_visible()
     yield "imported, with Undo"
+    walk.goto("/memories/forget-about")
+    yield "forget everything about"
+    page.locator("#subject").fill("cat")
+    with page.expect_navigation():
+        page.locator("form[action$='/forget-about/preview'] button[type=submit]").click()
+    expect(page.get_by_test_id("forget-item").first).to_be_visible()
+    yield "forget everything about, its preview"
     walk.goto("/account/apps")
     expect(page.get_by_test_id("app")).to_have_count(1)
     yield "connected apps"

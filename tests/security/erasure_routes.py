@@ -1,5 +1,5 @@
 """The erasure world's ways in besides the JSON API and the portal's forms (erasure_world.py): the
-portal's import, the command line (import, purge-owner), MCP (remember, forget) and background
+portal's import and its "Forget everything about …", the command line (import, purge-owner), MCP (remember, forget) and background
 consolidations (done with a summary no app has read, failed, queued at the erasure). Each is driven
 as its users drive it: the portal's two-step import form, the app's own click commands, the MCP
 SDK's client on the server `memory-portal mcp` builds, the JSON API's `"wait": false` and the
@@ -8,6 +8,7 @@ service's `run_job`, as a worker runs it."""
 from __future__ import annotations
 
 import io
+import re
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,6 +33,22 @@ def portal_import(p: Person, line: str) -> None:
     assert preview.status_code == 200, preview.status_code
     sealed = preview.get_data(as_text=True).split('name="content" value="', 1)[1].split('"', 1)[0]
     p.portal("/account/import", {"content": sealed, "confirmed": "1"})
+
+
+def forget_about(p: Person, words: list[str]) -> None:
+    """The portal's "Forget everything about …" as a person without JavaScript goes through it, a few
+    of the words at a time (a subject is ranked by its first 32 terms): the subject's preview, then
+    the confirmation of every memory it lists, each left ticked. Nothing is left afterwards."""
+    for start in range(0, len(words), 8):
+        preview = p.browser.post("/memories/forget-about/preview", data={"subject": " ".join(words[start:start + 8])})
+        assert preview.status_code == 200, preview.status_code
+        html = preview.get_data(as_text=True)
+        ids = re.findall(r'<input type="checkbox" name="ids" value="([^"]+)"', html)
+        if ids:
+            token = html.split('name="preview" value="', 1)[1].split('"', 1)[0]
+            done = p.browser.post("/memories/forget-about", data={"preview": token, "ids": ids})
+            assert done.status_code == 303, (done.status_code, done.get_data(as_text=True)[:300])
+    assert p.ids() == [], "a memory no subject of the words found"
 
 
 def command(p: Person, *args: str) -> str:
