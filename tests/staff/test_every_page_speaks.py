@@ -40,7 +40,7 @@ ACTIONS = (
     "api_key.revoked", "sessions.ended", "staff.disabled", "staff.password_set", "account.password_set",
     "staff.removed", "person.paused", "person.resumed", "person.erased_all", "person.exported", "person.imported",
     "person.import_undone", "person.app_paused", "person.app_blocked", "person.app_resumed", "person.erased",
-    "person.purged",
+    "person.purged", "person.forgot_matching",
 )
 COUNT_KEYS = (*PurgeCounts().to_json(), "accounts", "added", "duplicates", "refused", "earlier_refused")
 CODES = {*ACTIONS, *COUNT_KEYS, *BREAK_GLASS_REASONS, "open", "completed", "active", "archived", "paused", "blocked",
@@ -210,6 +210,10 @@ def every_state(console: Console) -> World:
     undo = re.search(r"/account/import/([^/\"]+)/undo", person.get("/memories").get_data(as_text=True))
     assert undo, "no Undo offered after the import"
     assert person.post(f"/account/import/{undo.group(1)}/undo").status_code == 303
+    about = person.post("/memories/forget-about/preview", data={"subject": "cinema"}).get_data(as_text=True)
+    token, ids = re.search(r'name="preview" value="([^"]+)"', about), re.findall(r'name="ids" value="([^"]+)"', about)
+    assert token and ids, "forget everything about the cinema found nothing"
+    assert person.post("/memories/forget-about", data={"preview": token.group(1), "ids": ids}).status_code == 303
 
     # Erasure requests: asked by a person, logged by staff, carried out.
     make = runtime.accounts.create
