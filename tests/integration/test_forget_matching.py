@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from portal.adapters.cipher import FernetCipher, generate_key
 from portal.adapters.memory.store import InMemoryStore
 from portal.adapters.sql.store import SqlStore
 from portal.domain.apps import App
@@ -284,3 +285,27 @@ def test_an_empty_confirmation_forgets_nothing_and_writes_no_audit_entry(words_o
     assert kept(words_only) == {"Likes green tea"} and len(store.audit_trail()) == before
     with store.read(ADA) as tx:
         assert len(tx.list(Filters(state=None))) == 1
+
+
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_another_process_with_the_deployments_keys_confirms_a_preview_and_no_other_key_does(
+    request: pytest.FixtureRequest, database: str, clock: Clock
+) -> None:
+    """The token is signed with the store's `words_secret` (derived from MEMORY_ENCRYPTION_KEYS):
+    a preview made by one process is confirmed by another of the same deployment; a process with
+    other keys, or with none, cannot open it."""
+    engine = request.getfixturevalue("sqlite_engine" if database == "sqlite" else "pg_engine")
+    key = generate_key()
+
+    def process(*keys: str) -> MemoryService:
+        return MemoryService(SqlStore(engine, cipher=FernetCipher(list(keys)) if keys else None), None, clock=clock)
+
+    first, second = process(key), process(key)
+    ids = keep(first, "Likes green tea", "Drinks tea at four")
+    preview = first.preview_forget_matching(ADA, "tea")
+    for stranger in (process(generate_key(), key), process()):  # another primary key (it still decrypts), or none
+        with pytest.raises(Refused) as refused:
+            stranger.forget_matching(ADA, preview.token, list(ids.values()), audit=AUDIT)
+        assert refused.value.code == "invalid_preview"
+    done = second.forget_matching(ADA, preview.token, list(ids.values()), audit=AUDIT)
+    assert sorted(done.forgotten) == sorted(ids.values()) and kept(second) == set()
