@@ -154,7 +154,7 @@ def test_the_only_reads_wording_in_french(world: World) -> None:
     assert "Only reads" not in page
 
 
-def test_staff_see_an_app_s_temporary_conversations_and_the_download_names_them(world: World) -> None:
+def test_the_download_names_an_app_s_temporary_conversations_without_a_word(world: World) -> None:
     reader = connected(world)
     world.runtime.service.for_app(reader).consolidate(world.ada.place, "User: zqmarlo", "c1", temporary=True)
     answer = world.client(world.ada).get("/account/export.json")
