@@ -318,6 +318,7 @@ class ToolCallIn(Strict):
     explicit: Flag = False
     language: Annotated[str, StringConstraints(max_length=16)] | None = None
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    conversation_ref: ConversationRef
 
 
 class ToolResultOut(BaseModel):
@@ -330,7 +331,6 @@ class ToolResultOut(BaseModel):
     undo: dict[str, str] | None = None
 
 
-    conversation_ref: ConversationRef
 class ToolFunction(BaseModel):
     name: str
     description: str

@@ -172,8 +172,8 @@ def give_a1_everything(console: Console) -> Place:
         service.consolidate_later(place, "I keep a capybara called Waffle", "conv-quokka-2")
         service.pause(place)
         bot = App("app-quokka", "Quokka bot")
-        service.for_app(bot, conversation_ref="conv-quokka-3").get(
-            place, first.id if place == a1.place else service.list(namesake, limit=1).items[0].id)  # an app's use, in a conversation
+        used = first.id if place == a1.place else service.list(namesake, limit=1).items[0].id
+        service.for_app(bot, conversation_ref="conv-quokka-3").get(place, used)  # an app's use, in a conversation
         service.set_app_control(place, bot.id, "blocked")  # and what the person decided about it
     portal = console.client(console.a1)  # the person's own audited actions
     assert portal.get("/account/export.json").status_code == 200
