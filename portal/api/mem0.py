@@ -32,7 +32,6 @@ from portal.api.mem0_base import (
 from portal.api.mem0_shapes import (
     attributes_of,
     check_fields,
-    expiry_of_day,
     hit_item,
     memory_item,
     messages_of,
@@ -40,7 +39,7 @@ from portal.api.mem0_shapes import (
 )
 from portal.api.problems import ApiProblem
 from portal.domain.apps import app_of
-from portal.domain.attributes import ENTITY_NAMES, NAMES, matches
+from portal.domain.attributes import ENTITY_NAMES, NAMES, expiry_of_day, matches
 from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.errors import Refused
 from portal.domain.types import Place, Saved, Source

@@ -10,10 +10,10 @@ from flask import Response, request
 
 from portal.api.auth import authenticate, service
 from portal.api.mem0_base import ERASE, LEARN, READ, WRITE, body_of, bp, caller, json_answer, person, route
-from portal.api.mem0_shapes import check_fields, expiry_of_day, history_items, memory_item, narrowed, unsupported
+from portal.api.mem0_shapes import check_fields, history_items, memory_item, narrowed, unsupported
 from portal.api.problems import ApiProblem
 from portal.api.registry import check_path
-from portal.domain.attributes import ENTITY_NAMES
+from portal.domain.attributes import ENTITY_NAMES, expiry_of_day
 from portal.domain.audit import AuditNote
 from portal.domain.types import Place, Source
 

@@ -11,11 +11,11 @@ is forgotten once the day is over. A field this server does not take is refused 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from portal.api.problems import ApiProblem
-from portal.domain.attributes import ENTITY_NAMES, NAMES, checked_attributes
+from portal.domain.attributes import ENTITY_NAMES, NAMES
 from portal.domain.types import Hit, Memory, Revision
 from portal.inputs import is_valid_id
 
@@ -70,16 +70,6 @@ def attributes_of(body: dict[str, Any], filters: Any = None) -> dict[str, Any] |
     if isinstance(filters, dict):
         given.update({name: filters[name] for name in ENTITY_NAMES if filters.get(name) is not None})
     return given or None
-
-
-def expiry_of_day(value: Any) -> str | None:
-    """mem0's `expiration_date` (a day) as the memory's expiry, so that it really goes: the end of
-    that day in UTC, the next day at 00:00Z (None for none; Refused `invalid_attributes` as the
-    attribute itself is)."""
-    if value is None:
-        return None
-    day = date.fromisoformat((checked_attributes({"expiration_date": value}) or {})["expiration_date"])
-    return datetime.combine(day + timedelta(days=1), time(), UTC).isoformat()
 
 
 def _walk(filters: Any, found: dict[str, Any]) -> None:

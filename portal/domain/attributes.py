@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from portal.inputs import is_valid_id, is_valid_text
@@ -114,3 +114,13 @@ def matches(attributes: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> 
         if name == "metadata" and any((have.get("metadata") or {}).get(k) != v for k, v in value.items()):
             return False
     return True
+
+
+def expiry_of_day(value: Any) -> str | None:
+    """mem0's `expiration_date` (a day) as a memory's expiry, so that it really goes: the end of that
+    day in UTC, the next day at 00:00Z, as RFC 3339 (None for none; Refused `invalid_attributes` as
+    the attribute itself is)."""
+    if value is None:
+        return None
+    day = date.fromisoformat((checked_attributes({"expiration_date": value}) or {})["expiration_date"])
+    return datetime.combine(day + timedelta(days=1), time(), UTC).isoformat()

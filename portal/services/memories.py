@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from portal.domain.attributes import checked_attributes, merged_attributes
+from portal.domain.attributes import checked_attributes, expiry_of_day, merged_attributes
 from portal.domain.decisions import expiry_of, learnt_expiry
 from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.text import words_key
@@ -74,12 +74,15 @@ class Memories:
         thought), and a text repeating a memory the model was shown and the person forgot since is
         `forgotten`. `attributes` (portal.domain.attributes) go with every new memory, checked
         first (Refused `invalid_attributes`); a duplicate met keeps its own. So does its expiry:
-        `expires_at` (Refused `invalid_expiry`, `expiry_in_past`) is when a new memory is forgotten;
+        `expires_at` (Refused `invalid_expiry`, `expiry_in_past`; by default the end of the
+        attributes' `expiration_date`) is when a new memory is forgotten;
         what the assistant learns (`origin="inferred"`) unpinned and without one is forgotten after
         the person's `learnt_days`, or else the tenant's."""
         ctx, place = self.ctx, as_place(place)
         try:
             kept_attributes = checked_attributes(attributes)
+            if expires_at is None and kept_attributes:  # mem0's expiration_date: the memory really goes then
+                expires_at = expiry_of_day(kept_attributes.get("expiration_date"))
             expiry = expiry_of(expires_at, ctx.clock())
         except (Refused, InvalidArgument) as refused:
             return [Refused(refused.code) for _ in texts]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -277,3 +278,16 @@ def test_consolidation_on_the_sql_store(server: FakeLLMServer, database: str, re
     assert len(service.list_unseen(PLACE)) == 2
     counts = service.purge_owner(PLACE.owner_id)
     assert (counts.memories, counts.refs) == (2, 1)
+
+
+def test_what_is_learnt_with_mem0s_expiration_date_really_goes_then(server: FakeLLMServer) -> None:
+    """mem0's add with infer: the host's `expiration_date` rides with every memory learnt, and is
+    the memory's expiry too (the end of that day, UTC), before any learnt default."""
+    server.script('{"facts": [{"text": "Is in Lyon for the conference", "type": "fact"}]}')
+    service = make(server)
+    result = service.consolidate(PLACE, TRANSCRIPT, "conv-lyon", attributes={"expiration_date": "2031-05-01"})
+    assert (result.status, result.added) == ("done", 1)
+    (learnt,) = service.list_unseen(PLACE)
+    assert learnt.expires_at == datetime(2031, 5, 2, tzinfo=UTC)
+    service.clock = lambda: datetime(2031, 5, 2, tzinfo=UTC)
+    assert service.list_unseen(PLACE) == []
