@@ -18,7 +18,7 @@ def test_tokenless_console_posts_are_refused_and_the_page_token_works(console: C
     before = console.state()
     calls = staff_calls(console.a1, request_id) + admin_calls(console.a.id, key.id, console.a2.id, console.sB.id)
     posts = [c for c in calls if c.method == "POST"]
-    assert len(posts) == 13
+    assert len(posts) == 14
     for call in posts:
         for headers in ({}, {"X-CSRFToken": "forged"}, {"HX-Request": "true"}):
             answer = admin.post(call.url, data=call.data, headers=headers)

@@ -39,6 +39,7 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...] | None] = {
     ("api/registry.py", "check_path", "ApiProblem"): ("invalid_owner", "invalid_id"),
     ("mcp/server.py", "portrait", "refused"): None,
     ("mcp/server.py", "run", "refused"): None,
+    ("mcp/server.py", "call_tool", "_refusal"): None,  # the service's codes (a bad conversation_ref's), raised and scanned there
     ("mcp/openmemory.py", "call_tool", "_refused"): None,  # the service's codes, raised and scanned there
     ("services/tools.py", "run_tool", "_refusal"): None,
     ("services/tools.py", "_refused", "_refusal"): None,
