@@ -54,9 +54,11 @@ def test_conversations_dont_use_this_one_app_and_forget_after_with_javascript(
     page.goto(f"{live_server.url}/memories")
     tea = row(page, TEA)
     expect(tea.get_by_test_id("withheld")).to_have_text("Not used by apps")
+    expect(tea.get_by_role("button", name="Let apps use this")).to_be_hidden()  # behind ⋯, the row's one line of buttons
+    tea.get_by_test_id("more").click()
     tea.get_by_role("button", name="Let apps use this").click()  # htmx: the row answers in place
     expect(tea.get_by_test_id("withheld")).to_have_count(0)
-    expect(tea.get_by_role("button", name="Don't use this")).to_be_focused()
+    expect(tea.get_by_role("button", name="Don't use this")).to_be_focused()  # ⋯ stays open where focus is
     expect(tea.get_by_test_id("toast")).to_contain_text("Apps may use this memory again.")
     assert len(live_server.runtime.service.for_app(bot).recall(person.place, "green tea")) == 1
 
@@ -81,6 +83,7 @@ def test_without_javascript_every_form_works(new_context: Callable[..., BrowserC
     talked(live_server, person)
     page = new_context(java_script_enabled=False).new_page()
     sign_in(page, live_server.url, person)
+    row(page, CAT).get_by_test_id("more").click()  # a disclosure: no JavaScript needed
     row(page, CAT).get_by_role("button", name="Don't use this").click()
     expect(page).to_have_url(f"{live_server.url}/memories#m-{person.memory_ids[CAT]}")
     expect(row(page, CAT).get_by_test_id("withheld")).to_have_text("Not used by apps")

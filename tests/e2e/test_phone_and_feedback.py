@@ -15,7 +15,7 @@ PHONE = {"width": 375, "height": 812}
 
 # Every control a finger may need on the memories page, with its box (visible ones only).
 CONTROLS = """() => Array.from(document.querySelectorAll(
-    'button, a.button, input:not([type=hidden]), select, textarea'))
+    'button, a.button, summary, input:not([type=hidden]), select, textarea'))
   .filter(el => el.offsetParent !== null && !el.closest('.visually-hidden'))
   .map(el => { const r = el.getBoundingClientRect();
                return {what: el.tagName + ' ' + (el.textContent || el.name || el.id).trim().slice(0, 30),
