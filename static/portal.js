@@ -90,6 +90,19 @@
     }
     var query = document.getElementById("q");
     if (query) { query.value = (params.get("q") || "").trim(); }
+    // A page brought back by Back or Forward may show the list of another address of the same page
+    // (htmx changed both after it loaded, and the browser gave back the page, not the address's
+    // list): then the server's list for this address, once (a second reload would say the same).
+    var results = document.getElementById("results");
+    if (!kind || !query || !results || !results.hasAttribute("data-kind")) { return; }
+    var stale = results.getAttribute("data-kind") !== kind.value || results.getAttribute("data-q") !== query.value;
+    var key = "portal:reloaded-for";
+    if (stale && sessionStorage.getItem(key) !== window.location.href) {
+      sessionStorage.setItem(key, window.location.href);
+      window.location.reload();
+    } else if (!stale) {
+      sessionStorage.removeItem(key);
+    }
   }
   window.addEventListener("pageshow", syncSearch);
   document.addEventListener("htmx:historyRestore", syncSearch);

@@ -73,8 +73,11 @@ def test_paused_without_javascript_the_form_is_disabled_too(new_context: Callabl
 
 
 def filtered_to(page: Page, kind: str, count: int) -> None:
+    """The select, the address and the list agree: `count` memories, each of `kind` (if one)."""
     expect(page.locator("#filter-kind")).to_have_value(kind)
     expect(page.get_by_test_id("memory")).to_have_count(count)
+    if kind:  # two goals and two preferences: the count alone cannot tell the lists apart
+        expect(page.locator("#memory-list .badge.kind")).to_have_text([kind.capitalize()] * count)
 
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["htmx", "no-javascript"])

@@ -44,7 +44,7 @@ def test_search_by_words(world: World) -> None:
     assert "Memories matching “tea”" in page_text(answer)
     assert row_ids(client.get("/memories", query_string={"q": "cafe"})) == [cafe.id]  # accents folded
     fragment = client.get("/memories", query_string={"q": "cello"}, headers=HX)
-    assert fragment.get_data(as_text=True).lstrip().startswith('<div id="results">')
+    assert fragment.get_data(as_text=True).lstrip().startswith('<div id="results" data-kind="" data-q="cello">')
     assert "I play the cello" in page_text(fragment)
     nothing = client.get("/memories", query_string={"q": "trombone"})
     assert row_ids(nothing) == [] and "Nothing matches." in page_text(nothing)
