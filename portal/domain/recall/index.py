@@ -25,6 +25,7 @@ from portal.ports import Filters
 # time and postings (measured with tracemalloc on indexes read from a database, terms interned:
 # about 1,200 bytes for a sentence of ten words).
 ENTRY_OVERHEAD = 1600
+VIEWS = 4  # indexes of what remains for an asker (see PlaceIndex._view) kept per place
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,7 @@ class PlaceIndex:
 
     __slots__ = (
         "token", "nbytes", "_ids", "_kind_of", "_created_at", "_kinds", "_created", "_terms", "_bags", "_words",
-        "_spaces", "_means", "_embeddings", "_known", "_expiring", "_withheld",
+        "_spaces", "_means", "_embeddings", "_known", "_expiring", "_withheld", "_entries", "_views",
     )
 
     def __init__(self, token: str, entries: Sequence[Entry]) -> None:
@@ -70,6 +71,11 @@ class PlaceIndex:
         # neither, and a filter on them then costs nothing.
         self._expiring = [(p, e.expires_at.timestamp()) for p, e in enumerate(ordered) if e.expires_at is not None]
         self._withheld = [(p, e.withheld) for p, e in enumerate(ordered) if e.withheld]
+        # The index of what remains once some are left out (expired, withheld from an app), made on
+        # first use and kept for the next recalls, by the positions left out: ranking, word
+        # statistics and the mean direction are those of what the asker may receive only.
+        self._entries = ordered if self._expiring or self._withheld else None
+        self._views: dict[tuple[int, ...], PlaceIndex] = {}
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
         grouped: dict[tuple[str, int], list[int]] = {}
@@ -97,8 +103,9 @@ class PlaceIndex:
         )
 
     def _passing(self, filters: Filters) -> np.ndarray | None:
-        """Which memories pass the filters (a boolean mask over _ids), None when all do."""
-        mask = self._decided(filters)
+        """Which memories pass the filters on kind and time (a boolean mask over _ids), None when all
+        do; what the person decided is left to `_view`."""
+        mask = None
         if filters.kinds is None and filters.created_after is None and filters.created_before is None:
             return mask
         if self._kinds is None or self._created is None:
@@ -114,22 +121,27 @@ class PlaceIndex:
             mask &= self._created < filters.created_before.timestamp()
         return mask
 
-    def _decided(self, filters: Filters) -> np.ndarray | None:
-        """The mask of what the person's decisions leave: not expired at `alive_at`, usable by
-        `app`; None when they leave everything."""
-        mask = None
-        if filters.alive_at is not None and self._expiring:
+    def _view(self, filters: Filters) -> PlaceIndex:
+        """The index to answer from: this one, or, when the person's decisions leave some out (not
+        alive at `alive_at`, withheld from `app`), the index of the others, kept for the next calls
+        (at most VIEWS of them)."""
+        if self._entries is None or (filters.alive_at is None and filters.app is None):
+            return self
+        left_out: set[int] = set()
+        if filters.alive_at is not None:
             moment = filters.alive_at.timestamp()
-            gone = [p for p, at in self._expiring if at <= moment]
-            if gone:
-                mask = np.ones(len(self._ids), dtype=bool)
-                mask[gone] = False
-        if filters.app is not None and self._withheld:
-            barred = [p for p, apps in self._withheld if "*" in apps or filters.app in apps]
-            if barred:
-                mask = np.ones(len(self._ids), dtype=bool) if mask is None else mask
-                mask[barred] = False
-        return mask
+            left_out.update(p for p, at in self._expiring if at <= moment)
+        if filters.app is not None:
+            left_out.update(p for p, apps in self._withheld if "*" in apps or filters.app in apps)
+        if not left_out:
+            return self
+        key = tuple(sorted(left_out))
+        view = self._views.get(key)
+        if view is None:
+            if len(self._views) >= VIEWS:
+                self._views.pop(next(iter(self._views)))
+            view = self._views[key] = PlaceIndex(self.token, [e for p, e in enumerate(self._entries) if p not in left_out])
+        return view
 
     def _space(self, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray] | None:
         space = self._spaces.get((model, dim))
@@ -143,6 +155,9 @@ class PlaceIndex:
         return [ids[i] for i in keep], matrix[keep], norms[keep]
 
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        view = self._view(filters)
+        if view is not self:
+            return view.nearest(query, limit, filters)
         space = self._space(query.model, query.dim, filters)
         if space is None:
             return []
@@ -150,6 +165,9 @@ class PlaceIndex:
         return cosine_top(query.vector, ids, matrix, limit, norms=norms)
 
     def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
+        view = self._view(filters)
+        if view is not self:
+            return view.mean_vector(model, dim, filters)
         unfiltered = self._passing(filters) is None
         if unfiltered and (model, dim) in self._means:
             return self._means[(model, dim)]
@@ -163,6 +181,9 @@ class PlaceIndex:
         return mean
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
+        view = self._view(filters)
+        if view is not self:
+            return view.search_words(query, limit, filters)
         if self._bags is None:
             self._bags = [bag(i, list(t)) for i, t in zip(self._ids, self._terms, strict=True)]
         mask = self._passing(filters)
