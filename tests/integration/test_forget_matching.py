@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from portal.adapters.cipher import FernetCipher, generate_key
-from portal.adapters.memory.store import InMemoryStore
 from portal.adapters.sql.store import SqlStore
 from portal.domain.apps import App
 from portal.domain.audit import AuditNote
@@ -39,13 +38,6 @@ class Clock:
     def __call__(self) -> datetime:
         self.now += timedelta(seconds=1)
         return self.now
-
-
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest) -> Any:
-    if request.param == "memory":
-        return InMemoryStore()
-    return SqlStore(request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine"))
 
 
 @pytest.fixture
