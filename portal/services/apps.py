@@ -94,7 +94,7 @@ class AppTx:
     def count(self, state: str = "active") -> int:
         # Counted from what it may receive (no app path counts today; a count must not tell an
         # app that memories are kept from it either).
-        return len(self._tx.list(Filters(state=state, app=self._app.id)))
+        return self._tx.count(state, app=self._app.id)
 
     def history(self, memory_id: str) -> builtins.list[Revision]:
         return self._tx.history(memory_id) if self.get(memory_id) is not None else []

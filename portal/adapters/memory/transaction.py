@@ -83,8 +83,9 @@ class _Tx(PlaceConversations):
         rows.sort(key=newest_first, reverse=True)
         return [m.copy() for m in (rows if limit is None else rows[:limit])]
 
-    def count(self, state: str = "active") -> int:
-        return sum(1 for m in self._data.memories.values() if m.state == state and m.alive_at(self.now))
+    def count(self, state: str = "active", app: str | None = None) -> int:
+        filters = self._at_now(Filters(state=state, app=app))
+        return sum(1 for m in self._data.memories.values() if matches(m, filters))
 
     def find_words(self, words_key: str) -> Memory | None:
         for m in self._data.memories.values():

@@ -179,8 +179,9 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
             query = query.limit(limit)
         return [self._memory(r) for r in self.conn.execute(query).mappings()]
 
-    def count(self, state: str = "active") -> int:
-        return int(self.conn.execute(select(func.count()).where(self.here(), M.state == state, *self.live())).scalar_one())
+    def count(self, state: str = "active", app: str | None = None) -> int:
+        return int(self.conn.execute(select(func.count()).where(
+            self.here(), *self.filtered(Filters(state=state, app=app)))).scalar_one())
 
     def find_words(self, words_key: str) -> Memory | None:
         row = self.conn.execute(FIND_WORDS, {**self.bound, "words_key": words_key, "now": self.now}).mappings().first()
