@@ -89,7 +89,7 @@ class AppTx:
         return self._tx.search_words(query, limit, self._only(filters))
 
     def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
-        return self._tx.embeddings([m.id for m in self.get_many(ids)])
+        return self._tx.embeddings(ids, app=self._app.id)
 
     def count(self, state: str = "active") -> int:
         # Counted from what it may receive (no app path counts today; a count must not tell an

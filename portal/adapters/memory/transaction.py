@@ -129,9 +129,10 @@ class _Tx(PlaceConversations):
         index, left = self._ranking(filters)
         return index.search_words(query, limit, left)
 
-    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+    def embeddings(self, ids: Sequence[str], app: str | None = None) -> dict[str, Embedding]:
         found = ((i, self._data.memories.get(i)) for i in ids if isinstance(i, str))
-        return {i: m.embedding for i, m in found if m is not None and m.embedding is not None}
+        return {i: m.embedding for i, m in found if m is not None and m.embedding is not None
+                and m.alive_at(self.now) and m.usable_by(app)}
 
     def history(self, memory_id: str) -> builtins.list[Revision]:
         return list(reversed(self._data.revisions.get(memory_id, [])))

@@ -208,15 +208,17 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
             return words_top(query, [bag(m.id, terms(m.text)) for m in listed], limit)
         return words_ranking(self, query, limit, filters)
 
-    def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
+    def embeddings(self, ids: Sequence[str], app: str | None = None) -> dict[str, Embedding]:
         wanted = [i for i in dict.fromkeys(ids) if could_be_id(i)]
         index = self.place_index(Filters())
         found: dict[str, Embedding] = {}
-        if index:
-            found, wanted = index.embeddings(wanted)
+        if index:  # from what the asker may receive (PlaceIndex.view_for); the others below
+            found, wanted = index.view_for(self.at_now(Filters(app=app))).embeddings(wanted)
         if wanted:
             rows = self.conn.execute(
-                select(M.id, M.embedding_model, M.embedding).where(self.here(), M.id.in_(wanted), M.embedding.is_not(None))
+                select(M.id, M.embedding_model, M.embedding).where(
+                    self.here(), M.id.in_(wanted), M.embedding.is_not(None), *self.live(),
+                    *([usable_by(app)] if app is not None else []))
             ).all()
             found.update((r.id, Embedding(r.embedding_model, r.embedding)) for r in rows if r.embedding_model)
         return found

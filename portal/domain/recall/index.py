@@ -25,7 +25,7 @@ from portal.ports import Filters
 # time and postings (measured with tracemalloc on indexes read from a database, terms interned:
 # about 1,200 bytes for a sentence of ten words).
 ENTRY_OVERHEAD = 1600
-VIEWS = 4  # indexes of what remains for an asker (see PlaceIndex._view) kept per place
+VIEWS = 4  # indexes of what remains for an asker (see PlaceIndex.view_for) kept per place
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class PlaceIndex:
 
     def _passing(self, filters: Filters) -> np.ndarray | None:
         """Which memories pass the filters on kind and time (a boolean mask over _ids), None when all
-        do; what the person decided is left to `_view`."""
+        do; what the person decided is left to `view_for`."""
         mask = None
         if filters.kinds is None and filters.created_after is None and filters.created_before is None:
             return mask
@@ -121,7 +121,7 @@ class PlaceIndex:
             mask &= self._created < filters.created_before.timestamp()
         return mask
 
-    def _view(self, filters: Filters) -> PlaceIndex:
+    def view_for(self, filters: Filters) -> PlaceIndex:
         """The index to answer from: this one, or, when the person's decisions leave some out (not
         alive at `alive_at`, withheld from `app`), the index of the others, kept for the next calls
         (at most VIEWS of them)."""
@@ -155,7 +155,7 @@ class PlaceIndex:
         return [ids[i] for i in keep], matrix[keep], norms[keep]
 
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        view = self._view(filters)
+        view = self.view_for(filters)
         if view is not self:
             return view.nearest(query, limit, filters)
         space = self._space(query.model, query.dim, filters)
@@ -165,7 +165,7 @@ class PlaceIndex:
         return cosine_top(query.vector, ids, matrix, limit, norms=norms)
 
     def mean_vector(self, model: str, dim: int, filters: Filters) -> np.ndarray | None:
-        view = self._view(filters)
+        view = self.view_for(filters)
         if view is not self:
             return view.mean_vector(model, dim, filters)
         unfiltered = self._passing(filters) is None
@@ -181,7 +181,7 @@ class PlaceIndex:
         return mean
 
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
-        view = self._view(filters)
+        view = self.view_for(filters)
         if view is not self:
             return view.search_words(query, limit, filters)
         if self._bags is None:
