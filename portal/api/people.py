@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from flask import request, url_for
 
+from portal.api.consolidation_schemas import ConsolidateIn, ConsolidateOut, JobOut
 from portal.api.memories import service
 from portal.api.registry import Api, Call, Reply
 from portal.api.schemas import (
-    ConsolidateIn,
-    ConsolidateOut,
     ExportOut,
     HitOut,
     IdsIn,
-    JobOut,
     MarkedOut,
     MemoryOut,
     PortraitOut,

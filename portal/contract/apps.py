@@ -12,7 +12,8 @@ from portal.domain.apps import NO_MEMORY, TEMPORARY, App, AppUse
 from portal.domain.errors import Refused
 from portal.domain.types import Place
 from portal.ports import Store
-from portal.services.apps import AppStore
+from portal.services.apps import AppStore, note_reads
+from portal.services.memory_service import MemoryService
 
 
 class AppsContract(ContractBase):
@@ -142,9 +143,6 @@ class AppsContract(ContractBase):
 
     def test_a_use_is_not_recorded_for_memories_gone_since_they_were_read(self, store: Store) -> None:
         """Reads are recorded after they answered: an erasure landing between leaves no use behind."""
-        from portal.services.apps import note_reads
-        from portal.services.memory_service import MemoryService
-
         here = self.place(store)
         (memory,) = self.add(store, here, "kept")
         view = MemoryService(store, clock=lambda: self.at(5)).for_app(App("reader", "Reader"))

@@ -14,7 +14,7 @@ import pytest
 
 from portal.adapters.cipher import generate_key
 from portal.adapters.llm import OpenAICompatibleLLM
-from portal.api.schemas import ConsolidateIn, ConsolidateOut
+from portal.api.consolidation_schemas import ConsolidateIn, ConsolidateOut
 from portal.domain.apps import TEMPORARY, app_of, apps_of
 from portal.domain.types import Place
 

@@ -18,13 +18,14 @@ PHONE: ViewportSize = {"width": 375, "height": 812}
 
 # What each visible toast overlaps: any control, memory text, cell or count outside the toast.
 COVERED = """() => {
-  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  // checkVisibility: what a closed <details> holds has boxes in Chromium but is not shown.
+  const shown = el => el.checkVisibility({visibilityProperty: true});
   const toasts = Array.from(document.querySelectorAll('[data-testid=toast]')).filter(shown);
   const found = [];
   for (const toast of toasts) {
     const t = toast.getBoundingClientRect();
     for (const el of document.querySelectorAll(
-        'a[href], button, input:not([type=hidden]), select, textarea, .memory-text, td, th, dd, dt, h1, h2, p')) {
+        'a[href], button, summary, input:not([type=hidden]), select, textarea, .memory-text, td, th, dd, dt, h1, h2, p')) {
       if (toast.contains(el) || el.contains(toast) || !shown(el)) continue;
       const r = el.getBoundingClientRect();
       if (r.width && r.height && r.left < t.right && r.right > t.left && r.top < t.bottom && r.bottom > t.top)
