@@ -141,18 +141,22 @@ def postgres_files(engine: Engine, since: float = 0.0) -> list[Path]:
 
 def words_in_postgres_files(engine: Engine, words: Iterable[str], when: str, since: float = 0.0) -> list[str]:
     """'<file> <when> holds <word>' for every file `postgres_files` names, byte by byte (in the
-    clear: an encrypted word is unreadable there without the key, which the database never has)."""
+    clear: an encrypted word is unreadable there without the key, which the database never has).
+
+    Each file is lower-cased and searched case-sensitively for the (lower-case) needles: the same
+    matches as an re.IGNORECASE search of the file (both fold ASCII only), about ten times faster
+    (a world's scan reads some 40 MB: two WAL segments and the database's files)."""
     wanted = list(words)
     if not wanted:
         return []
-    pattern = re.compile(b"|".join(re.escape(n) for w in wanted for n in needles(w)), re.IGNORECASE)
+    pattern = re.compile(b"|".join(re.escape(n) for w in wanted for n in needles(w)))
     out = []
     for path in postgres_files(engine, since):
         try:
-            content = path.read_bytes()
+            content = path.read_bytes().lower()
         except FileNotFoundError:  # a WAL segment recycled meanwhile
             continue
-        hits = {m.group(0).lower() for m in pattern.finditer(content)}
+        hits = {m.group(0) for m in pattern.finditer(content)}
         out += [f"{path.parent.name}/{path.name} ({when}) holds {w!r}" for w in wanted if any(n in hits for n in needles(w))]
     return out
 
