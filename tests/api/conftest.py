@@ -24,7 +24,6 @@ from werkzeug.serving import make_server
 
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
-from portal.adapters.sql.migrate import upgrade
 from portal.app import create_app
 from portal.bootstrap import Runtime, build_runtime
 from portal.client import MemoryClient
@@ -105,19 +104,10 @@ def build_world(engine: Engine, tmp_path: Path, embedder: Any = None, llm: Any =
     return World(app, runtime, tenant_a, tenant_b, made, recorder, ids)
 
 
-@pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One SQLite file migrated by Alembic for the session; each test works on a copy of it."""
-    path = tmp_path_factory.mktemp("template") / "memory.db"
-    engine = make_engine(f"sqlite:///{path}")
-    upgrade(engine)
-    engine.dispose()
-    return path
-
-
 @pytest.fixture
 def sqlite_engine(migrated_sqlite: Path, tmp_path: Path) -> Iterator[Engine]:
-    """A fresh migrated SQLite file for one test (a copy of the session's migrated template)."""
+    """A fresh migrated SQLite file for one test (a copy of the session's migrated template, made
+    in tests/conftest.py)."""
     path = tmp_path / "memory.db"
     shutil.copyfile(migrated_sqlite, path)
     engine = make_engine(f"sqlite:///{path}")

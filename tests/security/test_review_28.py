@@ -26,7 +26,7 @@ from mem0 import MemoryClient  # noqa: E402
 from mem0.exceptions import ValidationError  # noqa: E402
 
 # The worlds of tests/api (tenants A and B, keys of every kind, no 5xx allowed at teardown).
-migrated_sqlite, sqlite_engine = api_fixtures.migrated_sqlite, api_fixtures.sqlite_engine
+sqlite_engine = api_fixtures.sqlite_engine  # on a copy of tests/conftest.py's migrated_sqlite
 make_world, world = api_fixtures.make_world, api_fixtures.world
 
 

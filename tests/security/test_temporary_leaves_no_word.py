@@ -24,7 +24,7 @@ from ..api import conftest as api_fixtures
 from ..api.conftest import API, World
 from .scans import strings_in, words_in_files, words_in_postgres_files, words_in_tables
 
-migrated_sqlite, sqlite_engine, make_world = api_fixtures.migrated_sqlite, api_fixtures.sqlite_engine, api_fixtures.make_world
+sqlite_engine, make_world = api_fixtures.sqlite_engine, api_fixtures.make_world
 
 WORDS = ["zqhelmurt", "qjtarnevo"]  # each in the conversation only
 TRANSCRIPT = [{"role": "user", "text": f"Keep this between us: my sister {WORDS[0]} is moving."},
