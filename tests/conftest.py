@@ -15,9 +15,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
+from portal.adapters import passwords as passwords_module
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.janitor import settle_all
 from portal.adapters.sql.migrate import upgrade
@@ -45,6 +47,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for line in leaks[:20]:
                 reporter.write_line(line)
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cheap_argon2() -> Iterator[None]:
+    """Argon2id at its lowest cost for every hash made or checked in the tests' own process,
+    including the one an unknown e-mail is checked against: at the production cost (64 MiB, three
+    passes) each took ~0.1 s, some 50 s of the suite (sign-ins through the form, accounts made per
+    test). Hashes still go through argon2 and carry their parameters, so every sign-in is checked
+    for real; the command line and the servers the tests start as processes keep the production
+    cost (tests/security/test_hardening_live.py signs in against it)."""
+    cheap = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords_module, "_hasher", cheap)
+        patch.setattr(passwords_module, "_DUMMY", cheap.hash("no such account, no such password"))
+        yield
 
 
 @pytest.fixture(scope="session")
