@@ -277,9 +277,7 @@ def test_erasure_leaves_nothing_but_the_content_free_trail_on_postgresql(pg_engi
     try:
         erasure_leaves_nothing(console)
     finally:
-        # The erasure's VACUUM runs on after it: disposed under it, the engine's pool would get
-        # its connection back after being replaced, open, for a later test to be blamed for.
-        settle_all(30)
+        settle_all(30)  # the erasure's VACUUM: disposed under it, the pool would leak its connection
         console.runtime.dispose()
 
 
