@@ -1,10 +1,10 @@
 """One benchmark, side by side on one machine: this tree against a git revision (issue 30).
 
-    python -m bench.compare --base e986205 --rounds 3 --out bench/results/compare.json -- \\
+    python -m bench.compare --base e986205 --base 345997f --rounds 3 --out bench/results/compare.json -- \\
         bench.latency --only http --http-stores sqlite
 
-Runs the benchmark module given after `--` in a git worktree of `--base` (made once under /tmp,
-detached) and in this tree, one after the other, the order alternating each round, each with its
+Runs the benchmark module given after `--` in a git worktree of each `--base` (made once under
+/tmp, detached) and in this tree, one after the other, each going first in turn, each with its
 own code (PYTHONPATH and working folder: the revision's own script, server and migrations). The
 module must take `--out FILE` and write JSON there. Answers, for each number both runs wrote (by
 its path in the JSON), the median over the rounds of each side and their ratio (this tree over
@@ -77,29 +77,31 @@ def main(argv: list[str] | None = None) -> None:
     given = sys.argv[1:] if argv is None else argv
     ours, bench = (given[: given.index("--")], given[given.index("--") + 1:]) if "--" in given else (given, [])
     parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help="the git revision to compare with")
+    parser.add_argument("--base", required=True, action="append", help="a git revision to compare with (repeatable)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(ours)
     if not bench:
         parser.error("name the benchmark module after --, e.g. -- bench.latency --only http")
     module, rest = bench[0], bench[1:]
-    base_tree = tree_of(args.base)
-    runs: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
+    trees = [("head", HERE)] + [(revision, tree_of(revision)) for revision in args.base]
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side, _ in trees}
     for round_ in range(args.rounds):
-        order = [("base", base_tree), ("head", HERE)] if round_ % 2 == 0 else [("head", HERE), ("base", base_tree)]
-        for side, tree in order:
+        turn = round_ % len(trees)  # each tree goes first in turn
+        for side, tree in trees[turn:] + trees[:turn]:
             print(f"round {round_ + 1}/{args.rounds}: {side} ({tree})", file=sys.stderr)
             runs[side].append(run(tree, module, rest))
     head_rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=False).stdout.strip()
-    report = {"base": args.base, "head": head_rev, "benchmark": bench, "rounds": args.rounds,
-              "summary": summary(runs["base"], runs["head"]), "runs": runs}
+    report = {"head": head_rev, "bases": args.base, "benchmark": bench, "rounds": args.rounds,
+              "against": {revision: summary(runs[revision], runs["head"]) for revision in args.base}, "runs": runs}
     text = json.dumps(report, indent=2)
     if args.out:
         args.out.write_text(text + "\n")
-    for key, row in report["summary"].items():
-        print(f"{key:70} {row['base']:>10} {row['head']:>10}  x{row['ratio']}")
+    for revision, rows in report["against"].items():
+        print(f"head {head_rev} against {revision}: base, head, head/base")
+        for key, row in rows.items():
+            print(f"  {key:70} {row['base']:>10} {row['head']:>10}  x{row['ratio']}")
 
 
 if __name__ == "__main__":

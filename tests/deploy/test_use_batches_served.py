@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.store import SqlStore
@@ -35,7 +36,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     try:
         with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
-        yield url.rsplit("/", 1)[0] + f"/{name}"
+        yield make_url(url).set(database=name).render_as_string(hide_password=False)
         with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
