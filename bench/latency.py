@@ -10,9 +10,9 @@ In process (MemoryService on the in-memory store, a SQLite file, PostgreSQL+pgve
   (`remember`) and in batches (`remember_many`: one embedder call and one transaction per batch);
 - recall p50/p95/p99 at 100, 1,000 and 10,000 memories in the person's place, with the query's
   vector computed beforehand (the local model's real vectors, precomputed), so that what is timed is
-  the recall itself: both rankings, fusion, loading the hits and noting them used (written every 2 s
-off the call, as a server writes it: issue 30); the query
-  embedding is timed on its own with the same queries;
+  the recall itself: both rankings, fusion, loading the hits and noting them used (written every
+  2 s off the call, as a server writes them: issue 30); the query embedding is timed on its own
+  with the same queries;
 - the same recall with the embedder off (words only).
 
 Through the HTTP API (`memory-portal serve`, gunicorn, 2 workers, the local model loaded in each)
