@@ -6,8 +6,8 @@ with `every` 0, at once (one transaction per call, as a library expects); else b
 process every `every` seconds, one transaction per place whatever the number of recalls, and at
 `close` (the server's shutdown). Before the person reads what the apps used (Connected apps, a
 memory's page, Recent conversations, the download), that place's batch is written first
-(`flush`), so this process answers what it handed out; another worker's lands within `every`
-seconds.
+(`flush`), waiting for that place's batch the thread may be writing at that moment, so this
+process answers what it handed out; another worker's lands within `every` seconds.
 
 What a crash of the process loses: the uses noted since the last write (at most `every`
 seconds of counts and use times), never a memory. An erasure never meets a use written back:
@@ -28,6 +28,7 @@ from portal.domain.uses import UseBatch
 from portal.ports import Store
 
 log = logging.getLogger("portal.memory")
+WAIT_FOR_WRITE = 5.0  # seconds a person's page waits for its place's batch in flight (the store slow: shown later)
 
 
 class UseLog:
@@ -36,6 +37,8 @@ class UseLog:
         self.every = every
         self._pending: dict[Place, UseBatch] = {}
         self._lock = threading.Lock()
+        self._writing: dict[Place, int] = {}  # the places whose batch a thread is writing now
+        self._written = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -46,24 +49,47 @@ class UseLog:
         """These memories were handed out (see `UseBatch.note`): written now, or with the next batch."""
         if not ids or (not mark and (app_id is None or action is None)):
             return
-        if self.every <= 0 or self._closed:
-            self._write(place, UseBatch.of(ids, at, app_id, action, conversation, mark))
-            return
-        with self._lock:
-            self._pending.setdefault(place, UseBatch()).note(ids, at, app_id, action, conversation, mark)
-            if self._thread is None:
-                self._start()
+        if self.every > 0:
+            with self._lock:
+                # Closed is looked at under the lock: a note that found the log open before `close`
+                # took it would otherwise wait, after close's last write, for a write never to come.
+                if not self._closed:
+                    self._pending.setdefault(place, UseBatch()).note(ids, at, app_id, action, conversation, mark)
+                    if self._thread is None:
+                        self._start()
+                    return
+        self._write(place, UseBatch.of(ids, at, app_id, action, conversation, mark))
 
     def flush(self, place: Place | None = None) -> int:
-        """Write what waits (for one place, or all); answers how many places were written."""
+        """Write what waits (for one place, or all); answers how many places were written. For one
+        place it also waits (a few seconds at most) for its batch another thread is writing, so the
+        person's page that asked shows what this process handed out."""
         with self._lock:
             if place is None:
                 taken, self._pending = self._pending, {}
             else:
                 taken = {place: self._pending.pop(place)} if place in self._pending else {}
-        for where, batch in taken.items():
-            self._write(where, batch)
+            for where in taken:
+                self._writing[where] = self._writing.get(where, 0) + 1
+        left = list(taken)
+        try:
+            while left:
+                self._write(left[0], taken[left[0]])
+                self._written_now([left.pop(0)])
+        finally:
+            self._written_now(left)  # an error: the places not written are not in flight either
+        if place is not None:
+            with self._lock:
+                self._written.wait_for(lambda: place not in self._writing, timeout=WAIT_FOR_WRITE)
         return len(taken)
+
+    def _written_now(self, places: Sequence[Place]) -> None:
+        with self._lock:
+            for where in places:
+                self._writing[where] -= 1
+                if not self._writing[where]:
+                    del self._writing[where]
+            self._written.notify_all()
 
     def forget_owner(self, owner_id: str, scopes: Sequence[str] | None = None) -> None:
         """A person erased (in `scopes`, or everywhere): what waits for them is dropped, never written."""
@@ -73,7 +99,8 @@ class UseLog:
 
     def close(self) -> None:
         """Write what waits and stop the thread; later notes are written at once."""
-        self._closed = True
+        with self._lock:
+            self._closed = True
         self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
