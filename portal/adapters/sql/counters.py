@@ -148,10 +148,12 @@ class SqlCounters(Storage):
             return False
 
     def reset(self) -> int | None:
+        self._told.last = None  # what this thread's last increment told is gone with it
         with self.engine.begin() as conn:
             return int(conn.execute(delete(rate_limit_counters)).rowcount)
 
     def clear(self, key: str) -> None:
+        self._told.last = None
         with self.engine.begin() as conn:
             conn.execute(delete(rate_limit_counters).where(C.key == key))
 
