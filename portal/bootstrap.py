@@ -70,6 +70,9 @@ class Runtime:
     def dispose(self) -> None:
         self.service.ctx.uses.close()  # what recalls handed out since the last batch, written
         self.queue.close()
+        # The cleaning up after erasures (its VACUUM holds a connection) finished before the engine
+        # goes: a connection it held would otherwise stay open until collected.
+        self.store.settle(10)
         self.engine.dispose()
 
 
