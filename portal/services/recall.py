@@ -116,8 +116,12 @@ class Recall:
 
     def recalled(self, place: Place, ids: Sequence[str]) -> None:
         """These memories, found by `recall(mark=False)`, were answered after all: noted as
-        recall notes its hits (their use time, the app's count, its conversation)."""
-        self.ctx.note_uses(as_place(place), ids_of(ids), RECALLED, mark=True)
+        recall notes its hits (their use time, the app's count, its conversation); of those this
+        context may receive only (an app is never counted for a memory withheld from it)."""
+        place = as_place(place)
+        with self.ctx.store.read(place, snapshot=False) as tx:
+            kept = list(active(tx.get_many(ids_of(ids))))
+        self.ctx.note_uses(place, kept, RECALLED, mark=True)
 
     def mark_used(self, place: Place, ids: Sequence[str]) -> int:
         """Mark active memories as used (protects them from the cap, orders the portrait).

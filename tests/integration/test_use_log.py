@@ -183,3 +183,16 @@ def test_close_writes_what_waits_and_the_thread_writes_on_its_own(store: Any, cl
     with store.read(ADA) as tx:
         assert [u.count for u in tx.app_uses(kayak)] == [2]
     ticking.ctx.uses.close()
+
+
+def test_hits_answered_after_a_recall_without_marks_count_only_what_the_app_may_receive(store: Any, clock: Clock) -> None:
+    """mem0's search ranks without marking, then notes the hits it answers (`recalled`): a memory
+    withheld from the app (or forgotten) in between is never counted as handed to it."""
+    service, _watched, (kayak, tea, lyon) = seeded(store, clock)
+    service.set_use(ADA, tea, False)
+    service.forget(ADA, lyon)
+    service.for_app(BOT, conversation_ref="chat-1").recalled(ADA, [kayak, tea, lyon])
+    service.ctx.uses.flush()
+    with store.read(ADA) as tx:
+        assert {u.memory_id for u in tx.app_uses()} == {kayak}
+        assert tx.get(tea).last_used_at is None  # type: ignore[union-attr]
