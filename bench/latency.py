@@ -10,8 +10,9 @@ In process (MemoryService on the in-memory store, a SQLite file, PostgreSQL+pgve
   (`remember`) and in batches (`remember_many`: one embedder call and one transaction per batch);
 - recall p50/p95/p99 at 100, 1,000 and 10,000 memories in the person's place, with the query's
   vector computed beforehand (the local model's real vectors, precomputed), so that what is timed is
-  the recall itself: both rankings, fusion, loading the hits and marking them used; the query
-  embedding is timed on its own with the same queries;
+  the recall itself: both rankings, fusion, loading the hits and noting them used (written every
+  2 s off the call, as a server writes them: issue 30); the query embedding is timed on its own
+  with the same queries;
 - the same recall with the embedder off (words only).
 
 Through the HTTP API (`memory-portal serve`, gunicorn, 2 workers, the local model loaded in each)
@@ -167,10 +168,12 @@ def in_process(args: argparse.Namespace, pool: list[tuple[str, str]], vectors: n
         with open_store(kind, pg_server, f"{kind}_read") as store:
             pre = PrecomputedEmbedder(table)
             loader = MemoryService(store, embedder=pre, options=Options(max_active=None))
-            reader = MemoryService(store, embedder=pre, options=Options(max_active=None))
-            words = MemoryService(store, embedder=None, options=Options(max_active=None))
+            # What a recall hands out written as a server writes it: every 2 s, off the call (issue 30).
+            served_options = Options(max_active=None, uses_every=2.0)
+            reader = MemoryService(store, embedder=pre, options=served_options)
+            words = MemoryService(store, embedder=None, options=served_options)
             # The meaning ranking without its centring and second (feedback) pass: what they cost.
-            plain = MemoryService(store, embedder=pre, options=Options(max_active=None, meaning_centering=0.0,
+            plain = MemoryService(store, embedder=pre, options=Options(max_active=None, uses_every=2.0, meaning_centering=0.0,
                                                                          feedback_memories=0))
             # Other people beside the measured one, as in any real database.
             for other in range(args.others):

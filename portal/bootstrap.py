@@ -68,7 +68,11 @@ class Runtime:
         return self.records.api_keys
 
     def dispose(self) -> None:
+        self.service.ctx.uses.close()  # what recalls handed out since the last batch, written
         self.queue.close()
+        # The cleaning up after erasures (its VACUUM holds a connection) finished before the engine
+        # goes: a connection it held would otherwise stay open until collected.
+        self.store.settle(10)
         self.engine.dispose()
 
 
@@ -143,6 +147,7 @@ def build_runtime(
             relevance_floor=config.relevance_floor,
             app_uses_retention=timedelta(days=config.app_uses_days) if config.app_uses_days else None,
             summary_retention=timedelta(minutes=config.job_summary_minutes),
+            uses_every=config.uses_every,
         ),
         llm=chosen_llm,
         mask=config.mask,

@@ -72,6 +72,7 @@ class Config:
     proxy_hops: int = 0
     # How long a background consolidation's summary waits for its app to read it (once).
     job_summary_minutes: int = 60
+    uses_every: float = 2.0  # seconds between writes of what recalls handed out (portal.services.use_log)
     # The operator's explicit acceptance of text in the clear on PostgreSQL (see encryption_keys_for).
     plaintext_on_postgres: bool = False
 
@@ -166,6 +167,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         lease_seconds=_int(environ, "MEMORY_LEASE_SECONDS", 60, minimum=1),
         proxy_hops=_int(environ, "MEMORY_PROXY_HOPS", 0, minimum=0),
         job_summary_minutes=_int(environ, "MEMORY_JOB_SUMMARY_MINUTES", 60, minimum=1),
+        uses_every=_float(environ, "MEMORY_USES_EVERY_SECONDS", 2.0, 0.0, 60.0),
         plaintext_on_postgres=plaintext_on_postgres,
     )
     if overrides:

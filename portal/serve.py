@@ -105,11 +105,15 @@ def jobs_in_worker(app: Any) -> None:
 
 
 def stop_jobs(server: Any, worker: Any) -> None:
-    """gunicorn's worker_exit: let the worker's running jobs finish (for at most 20 s) before it ends."""
+    """gunicorn's worker_exit: let the worker's running jobs finish (for at most 20 s) before it
+    ends, and write what its recalls handed out since the last batch."""
     app = getattr(worker, "wsgi", None)
     jobs = getattr(app, "extensions", {}).get("jobs_worker")
     if jobs is not None:
         jobs.stop(graceful=True)
+    runtime = getattr(app, "extensions", {}).get("memory_runtime")
+    if runtime is not None:
+        runtime.service.ctx.uses.close()
 
 
 def warm_up(app: Any) -> None:

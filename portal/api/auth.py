@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import current_app, g, request
 
+from portal.api.keys import verified
 from portal.api.problems import ApiProblem
 from portal.domain.apps import app_of
 from portal.services.memory_service import MemoryService
@@ -20,7 +21,7 @@ def authenticate(permission: str | None) -> Any:
     scheme, _, token = header.partition(" ")
     if scheme.lower() not in SCHEMES or not token.strip():
         raise ApiProblem(401, "unauthorized", "send Authorization: Bearer <key>")
-    key = current_app.extensions["api_keys"].verify(token.strip())
+    key = verified(token.strip())
     if key is None:
         raise ApiProblem(401, "unauthorized", "unknown or revoked key")
     g.api_key_id = key.id

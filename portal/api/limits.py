@@ -20,6 +20,7 @@ from flask import Blueprint, Flask, current_app, request
 from flask_limiter import HeaderNames, Limiter
 
 from portal.adapters.sql.counters import counters_storage
+from portal.api.keys import verified
 
 
 def _caller() -> str:
@@ -28,7 +29,7 @@ def _caller() -> str:
     make no counters of their own. The address is a keyed digest: no IP address is stored."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() in ("bearer", "token") and token.strip():  # as portal.api.auth reads it
-        key = current_app.extensions["api_keys"].verify(token.strip())
+        key = verified(token.strip())
         if key is not None:
             return f"key:{key.id}"
     secret = str(current_app.config["SECRET_KEY"]).encode()

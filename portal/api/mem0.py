@@ -149,8 +149,8 @@ def search() -> Response:
     # Ranked without marking; only the hits answered are marked used (an app's "recalled").
     hits = svc.recall(place, query, limit=100 if wanted else top_k, after=where.after, before=where.before, mark=False)
     chosen = [h for h in hits if h.score >= threshold and matches(h.memory.attributes, wanted)][:top_k]
-    marked = {m.id for m in svc.store.mark_used(place, [h.memory.id for h in chosen], svc.clock())} if chosen else set()
-    results = [hit_item(h) for h in chosen if h.memory.id in marked]
+    svc.recalled(place, [h.memory.id for h in chosen])
+    results = [hit_item(h) for h in chosen]
     return json_answer({"results": results} if request.path.startswith("/v3/") else results)
 
 

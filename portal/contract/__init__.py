@@ -50,6 +50,7 @@ from portal.contract.receipts import ReceiptsContract
 from portal.contract.records import RecordsContract
 from portal.contract.retention import RetentionContract
 from portal.contract.searching import SearchingContract
+from portal.contract.uses import UsesContract
 from portal.contract.writing import WritingContract
 
 __all__ = ["RecordsContract", "StoreContract"]
@@ -57,6 +58,6 @@ __all__ = ["RecordsContract", "StoreContract"]
 
 class StoreContract(
     PlacesContract, ListingContract, SearchingContract, RankingContract, WritingContract, ReceiptsContract,
-    RetentionContract, AppsContract, JobsContract, DecisionsContract,
+    RetentionContract, AppsContract, JobsContract, DecisionsContract, UsesContract,
 ):
     """Subclass with a `store` fixture; every `test_*` here then runs against that store."""

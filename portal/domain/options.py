@@ -94,6 +94,10 @@ class Options:
     # How long a background consolidation's summary waits for its app to read it (once) before it
     # is erased unread (MEMORY_JOB_SUMMARY_MINUTES).
     summary_retention: timedelta = timedelta(hours=1)
+    # What recall and the other reads hand to apps (use times, counts, conversations) is written
+    # in a batch every this many seconds (MEMORY_USES_EVERY_SECONDS; `serve` and gunicorn: 2), off
+    # the request path; 0 writes it with each call (`portal.services.use_log`).
+    uses_every: float = 0.0
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce", "keep"):
@@ -118,6 +122,8 @@ class Options:
             raise ValueError("lease_seconds must be positive")
         if not timedelta(0) < self.undo_window <= timedelta(minutes=15):
             raise ValueError("undo_window is more than nothing and at most 15 minutes")
+        if not 0 <= self.uses_every <= 60:
+            raise ValueError("uses_every is between 0 and 60 seconds")
         if self.summary_retention <= timedelta(0):
             raise ValueError("summary_retention must be positive")
 

@@ -21,6 +21,7 @@ from portal.domain.audit import AuditEntry
 from portal.domain.jobs import Job
 from portal.domain.queries import Cursor, Filters, NeedsVector, Settings
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Receipt, Revision
+from portal.domain.uses import UseBatch
 
 __all__ = ["Cursor", "Filters", "NeedsVector", "Settings", "Store", "StoreTx", "as_vector"]  # the port's vocabulary
 
@@ -144,6 +145,11 @@ class StoreTx(Protocol):
         """These memories were handed to this conversation (a digest, `decisions.conversation_key`)
         of the app at `at`: its first time kept, its last one moved."""
         ...
+    def apply_uses(self, batch: UseBatch) -> None:
+        """Write a batch of uses (`portal.domain.uses`): the hits' last use times (active ones still
+        kept, never moved back in time), the apps' counts added, the conversations' first and last
+        times. Of every memory it names: the caller keeps it to those still there."""
+        ...
     def conversations(self, limit: int = 50) -> builtins.list[Conversation]:
         """The place's conversations, most recent first, each with the memories it was given (still
         there: forgetting a memory takes it out of every conversation)."""
@@ -199,6 +205,12 @@ class Store(Protocol):
         transaction of its own under the place's write lock, so an erasure landing since they were
         read leaves no use behind; it may skip the wait for durability, as `mark_used`. With
         `conversation`, recorded as served to it as well. Answers how many were counted."""
+        ...
+    def record_batch(self, place: Place, batch: UseBatch) -> int:
+        """Write what the apps were handed in this place (`StoreTx.apply_uses`), of the memories
+        still there (any state) only, in a transaction of its own under the place's write lock: an
+        erasure landing since they were handed out leaves no use behind. It may skip the wait for
+        durability, as `mark_used`. Answers how many of the memories it names were there."""
         ...
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
         """Erase everything of this owner: in every scope, or only in `scopes` when given; `record`

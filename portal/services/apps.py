@@ -38,6 +38,7 @@ from portal.domain.apps import (
 from portal.domain.audit import AuditEntry, AuditNote
 from portal.domain.errors import InvalidArgument, NotFound, Refused
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision, as_place
+from portal.domain.uses import UseBatch
 from portal.ports import Cursor, Filters, NeedsVector, Settings, Store, StoreTx
 
 from .context import Context
@@ -223,6 +224,9 @@ class AppStore:
                     conversation: str | None = None) -> int:
         return self.inner.record_uses(place, app_id, action, ids, at, conversation or self.conversation)
 
+    def record_batch(self, place: Place, batch: UseBatch) -> int:
+        return self.inner.record_batch(place, batch)
+
     def expired(self, now: datetime, limit: int) -> builtins.list[tuple[Place, str]]:
         return self.inner.expired(now, limit)
 
@@ -269,11 +273,13 @@ class Apps:
     def connected(self, place: Place, apps: dict[str, App]) -> builtins.list[AppSummary]:
         """Each app that used this place or that the person paused or blocked, most recent first;
         `apps` names them (the tenant's keys' apps, by id)."""
+        self.ctx.uses.flush(as_place(place))  # what this process handed out, shown (portal.services.use_log)
         with self.ctx.store.read(as_place(place)) as tx:
             return summaries(tx.app_uses(), tx.app_controls(), apps)
 
     def uses_of(self, place: Place, memory_id: str) -> builtins.list[AppUse]:
         """Which apps used this memory, how and when (its history's "used by ... on ...")."""
+        self.ctx.uses.flush(as_place(place))
         with self.ctx.store.read(as_place(place)) as tx:
             if tx.get(memory_id) is None:
                 raise NotFound()
@@ -298,10 +304,11 @@ class Apps:
 
 def note_reads(ctx: Context, place: Place, action: str, ids: Sequence[str]) -> None:
     """Record that the app of this view was handed these memories (`read`); nothing without an app.
-    Only those still there are recorded, under the place's write lock (`Store.record_uses`): a
-    memory forgotten or a person erased since the read leaves no use behind that names them."""
+    Written off the request path (`portal.services.use_log`), of those still there only, under the
+    place's write lock (`Store.record_batch`): a memory forgotten or a person erased since the read
+    leaves no use behind that names them."""
     if ctx.app is not None and ids:
-        ctx.store.record_uses(place, ctx.app.id, action, ids, ctx.clock(), ctx.conversation)
+        ctx.note_uses(place, ids, action)
 
 
 def app_view(ctx: Context, app: App, conversation: str | None = None) -> Context:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from portal.domain.apps import App
 from portal.domain.jobs import JobQueue
@@ -15,6 +16,7 @@ from portal.domain.options import LLM, AiSwitch, Clock, Embedder, Mask, NamesOf,
 from portal.domain.text import mask_pii, no_mask
 from portal.domain.types import Embedding, Place
 from portal.ports import Store, as_vector
+from portal.services.use_log import UseLog
 
 log = logging.getLogger("portal.memory")
 
@@ -37,6 +39,15 @@ class Context:
     conversation: str | None = None
     # The tenant's default "forget what the assistant learns after N days" (None: never).
     tenant_learnt_days: Callable[[Place], int | None] = lambda place: None
+    # Where what the apps are handed is noted, written at once or in batches (`portal.services.use_log`).
+    uses: UseLog = None  # type: ignore[assignment]  # made by MemoryService
+
+    def note_uses(self, place: Place, ids: Sequence[str], action: str, mark: bool = False,
+                  at: datetime | None = None) -> None:
+        """These memories were handed out by this context (at `at`, else now): marked used (`mark`,
+        recall's hits) and, for an app, counted as its `action` in its conversation."""
+        app_id = self.app.id if self.app is not None else None
+        self.uses.note(place, ids, at or self.clock(), app_id, action if app_id else None, self.conversation, mark)
 
     @staticmethod
     def mask_of(mask: Mask | str) -> Mask:

@@ -93,6 +93,7 @@ class Decisions:
     def conversations(self, place: Place, limit: int = 50) -> builtins.list[tuple[Conversation, builtins.list[Memory]]]:
         """The person's recent conversations with their apps, most recent first, each with the
         memories (still kept) the assistant was given in it."""
+        self.ctx.uses.flush(as_place(place))  # what this process handed out, shown (portal.services.use_log)
         with self.ctx.store.read(as_place(place)) as tx:
             found = tx.conversations(limit)
             by_id = {m.id: m for m in tx.get_many(list({i for c in found for i in c.memory_ids}))}
@@ -100,6 +101,7 @@ class Decisions:
 
     def conversation_counts(self, place: Place, memory_id: str) -> builtins.list[ConversationCount]:
         """"Used in N conversations by App, last on ...", per app."""
+        self.ctx.uses.flush(as_place(place))
         with self.ctx.store.read(as_place(place)) as tx:
             if tx.get(memory_id) is None:
                 raise NotFound()

@@ -49,6 +49,7 @@ from .privacy import Privacy
 from .recall import Recall
 from .retention import PruneCounts, Retention
 from .subject import ForgotMatching, Preview, Subject
+from .use_log import UseLog
 from .vectors import reindex
 
 
@@ -66,8 +67,9 @@ class MemoryService:
         clock: Clock = utc_now, id_factory: Callable[[], str] = new_id, llm: LLM | None = None,
         tenant_learnt_days: Callable[[Place], int | None] = no_default,
     ) -> None:
-        self._compose(Context(store, embedder, options or Options(), names_of, Context.mask_of(mask), ai_enabled, clock,
-                              id_factory, llm, tenant_learnt_days=tenant_learnt_days))
+        chosen = options or Options()
+        self._compose(Context(store, embedder, chosen, names_of, Context.mask_of(mask), ai_enabled, clock, id_factory,
+                              llm, tenant_learnt_days=tenant_learnt_days, uses=UseLog(store, chosen.uses_every)))
         store.clock = clock  # its reads leave out what expired by the service's time
 
     def _compose(self, ctx: Context) -> None:
@@ -102,6 +104,7 @@ class MemoryService:
     @store.setter
     def store(self, value: Store) -> None:
         self.ctx.store = value
+        self.ctx.uses.store = value
         value.clock = self.ctx.clock
 
     @property
@@ -237,6 +240,9 @@ class MemoryService:
 
     def mark_used(self, place: Place, ids: Sequence[str]) -> int:
         return self.reading.mark_used(place, ids)
+
+    def recalled(self, place: Place, ids: Sequence[str]) -> None:
+        self.reading.recalled(place, ids)
 
     def recall(self, place: Place, query: str, **settings: Any) -> builtins.list[Hit]:
         return self.reading.recall(place, query, **settings)

@@ -56,6 +56,7 @@ class Privacy:
         jobs' counts only, never a second copy of the summary). With `audit`, its entry (the count
         exported) is written in the same transaction as the read."""
         ctx, place = self.ctx, as_place(place)
+        ctx.uses.flush(place)  # the apps' uses this process noted, in the download too
         with ctx.store.write(place) if audit is not None else ctx.store.read(place) as tx:
             items = []
             for memory in tx.list(Filters(state=None)):
@@ -112,6 +113,7 @@ class Privacy:
         as_place(Place.of(owner_id))
         scope = scopes[0] if scopes and len(scopes) == 1 else None
         entry = audit.entry(owner_id, scope, at=self.ctx.clock()) if audit is not None else None
+        self.ctx.uses.forget_owner(owner_id, scopes)  # what waits to be written for them never is
         counts = self.ctx.store.purge_owner(owner_id, scopes, entry)
         log.info("memory.purge_owner memories=%d revisions=%d", counts.memories, counts.revisions)
         return counts

@@ -9,10 +9,11 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from portal.domain.apps import READ
+from portal.domain.apps import READ, RECALLED
 from portal.domain.attributes import matches
 from portal.domain.errors import InvalidArgument, NotFound
 from portal.domain.listing import active, decode_cursor, encode_cursor, ids_of, moment
@@ -113,6 +114,15 @@ class Recall:
             tx.commit()
         return marked
 
+    def recalled(self, place: Place, ids: Sequence[str]) -> None:
+        """These memories, found by `recall(mark=False)`, were answered after all: noted as
+        recall notes its hits (their use time, the app's count, its conversation); of those this
+        context may receive only (an app is never counted for a memory withheld from it)."""
+        place = as_place(place)
+        with self.ctx.store.read(place, snapshot=False) as tx:
+            kept = list(active(tx.get_many(ids_of(ids))))
+        self.ctx.note_uses(place, kept, RECALLED, mark=True)
+
     def mark_used(self, place: Place, ids: Sequence[str]) -> int:
         """Mark active memories as used (protects them from the cap, orders the portrait).
         Unknown, archived or other people's ids are skipped; answers how many were marked."""
@@ -181,13 +191,15 @@ class Recall:
                         semantic = meaning.ranking(moved, depth, threshold)
                         fused = self._fuse(semantic, lexical, limit)
                 ranked = [(i, score, "hybrid" if len(how) == 2 else next(iter(how))) for i, score, how in fused]
-                if not mark:
-                    by_id = active(tx.get_many([i for i, _, _ in ranked]))
-        if mark and ranked:
-            # Marking them used reads them back in the same statement (UPDATE ... RETURNING on the
-            # SQL stores); one archived or forgotten since the ranking drops out.
-            by_id = {m.id: m for m in ctx.store.mark_used(place, [i for i, _, _ in ranked], ctx.clock())}
-        return [Hit(by_id[i], score, how) for i, score, how in ranked if i in by_id]
+                by_id = active(tx.get_many([i for i, _, _ in ranked]))
+        hits = [(by_id[i], score, how) for i, score, how in ranked if i in by_id]
+        if mark and hits:
+            # A read stays a read: the hits' use (their time, the app's count, its conversation) is
+            # written off the request path (`portal.services.use_log`); the answer says it already.
+            at = ctx.clock()
+            ctx.note_uses(place, [m.id for m, _, _ in hits], RECALLED, mark=True, at=at)
+            return [Hit(replace(m, last_used_at=at), score, how) for m, score, how in hits]
+        return [Hit(m, score, how) for m, score, how in hits]
 
     def _fuse(
         self, semantic: builtins.list[tuple[str, float]], lexical: builtins.list[tuple[str, float]], limit: int

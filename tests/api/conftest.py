@@ -76,7 +76,10 @@ def build_world(engine: Engine, tmp_path: Path, embedder: Any = None, llm: Any =
     rules.write_text(RULES, encoding="utf-8")
     config = load_config({
         "MEMORY_INSTANCE_PATH": str(tmp_path), "MEMORY_EMBEDDER": "none", "MEMORY_SECRET_KEY": "k" * 40,
-        "MEMORY_RULES_FILE": str(rules), **(env or {}),
+        "MEMORY_RULES_FILE": str(rules),
+        # What a call hands out written with the call, for the tests that look into the store right
+        # after it; the batches of a server (every 2 s) have their own tests (test_use_batches.py).
+        "MEMORY_USES_EVERY_SECONDS": "0", **(env or {}),
     })
     runtime = build_runtime(config, embedder=embedder, engine=engine, llm=llm)
     app = create_app(config=dict(flask or {}), runtime=runtime)

@@ -153,3 +153,21 @@ def test_a_process_whose_keys_do_not_read_the_database_stops_at_once(engine: Eng
         with pytest.raises(ConfigError, match="MEMORY_ENCRYPTION_KEYS is unset, but this database's text is encrypted"):
             build_runtime(config_for(tmp_path), embedder=None, engine=engine)
     build_runtime(config_for(tmp_path, MEMORY_ENCRYPTION_KEYS=f"{other},{first}"), embedder=None, engine=engine)
+
+
+def test_a_runtime_disposed_right_after_an_erasure_leaves_no_connection_open(engine: Engine, tmp_path: Path) -> None:
+    """The cleaning up after an erasure (PostgreSQL: a VACUUM in a thread, holding a connection)
+    is finished before the engine goes: no connection is left open to be collected later."""
+    import gc
+    import warnings
+
+    runtime = build_runtime(config_for(tmp_path), embedder=None, engine=engine)
+    place = Place("ada", "acme")
+    runtime.service.remember(place, "Keeps bees on the roof")
+    runtime.service.purge_owner(place.owner_id)
+    runtime.dispose()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not runtime.store.janitor.pending

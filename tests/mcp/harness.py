@@ -43,7 +43,10 @@ LEGACY, MODERN = "2025-11-25", "2026-07-28"  # the initialize handshake; the per
 def server_env(database_url: str, instance: Path) -> dict[str, str]:
     """The environment of a server process: this one's, without any MEMORY_ setting of the machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env.update(MEMORY_DATABASE_URL=database_url, MEMORY_INSTANCE_PATH=str(instance), MEMORY_EMBEDDER="none")
+    env.update(MEMORY_DATABASE_URL=database_url, MEMORY_INSTANCE_PATH=str(instance), MEMORY_EMBEDDER="none",
+               # What a call hands out written with the call: these tests look into the database
+               # right after it (a server's batches: tests/deploy/test_use_batches_served.py).
+               MEMORY_USES_EVERY_SECONDS="0")
     return env
 
 

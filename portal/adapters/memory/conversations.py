@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from portal.adapters.memory.places import _PlaceData
 from portal.domain.apps import AppUse, Conversation, ConversationCount
+from portal.domain.uses import UseBatch
 
 
 class PlaceConversations:
     _data: _PlaceData
     _w: Any  # given by the transaction
+    now: datetime  # given by the transaction
 
     def app_control(self, app_id: str) -> str | None:
         return self._data.controls.get(app_id)
@@ -34,24 +37,37 @@ class PlaceConversations:
         return True
 
     def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
-        day = at.astimezone(UTC).date()
-        uses = self._w().uses if memory_ids else {}
-        for memory_id in dict.fromkeys(memory_ids):
-            key = (app_id, memory_id, action, day)
-            before = uses.get(key)
-            uses[key] = AppUse(app_id, memory_id, action, day, (before.count if before else 0) + 1, at)
+        if memory_ids:
+            self.apply_uses(UseBatch.of(memory_ids, at, app_id, action))
+
+    def apply_uses(self, batch: UseBatch) -> None:
+        """As the SQL store's: the hits' use times (active, kept, never back in time), the apps'
+        counts added, the conversations' first and last times; the caller keeps it to the memories
+        still there."""
+        if not batch:
+            return
+        data = self._w()
+        for memory_id, at in batch.used.items():
+            m = data.memories.get(memory_id)
+            if m is not None and m.state == "active" and m.alive_at(self.now) and (
+                    m.last_used_at is None or m.last_used_at < at):
+                data.memories[memory_id] = replace(m, last_used_at=at)
+        for (app_id, memory_id, action, day), (count, last) in batch.counts.items():
+            before = data.uses.get((app_id, memory_id, action, day))
+            data.uses[(app_id, memory_id, action, day)] = AppUse(
+                app_id, memory_id, action, day, (before.count if before else 0) + count,
+                max(before.last_at, last) if before else last)
+        for key, (first, last) in batch.served.items():
+            was = data.conversations.get(key)
+            data.conversations[key] = (min(was[0], first), max(was[1], last)) if was else (first, last)
 
     def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
         found = [u for u in self._data.uses.values() if memory_id is None or u.memory_id == memory_id]
         return sorted(found, key=lambda u: (-u.last_at.timestamp(), u.app_id, u.memory_id, u.action))
 
     def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
-            return
-        kept = self._w().conversations
-        for memory_id in dict.fromkeys(memory_ids):
-            before = kept.get((app_id, conversation, memory_id))
-            kept[(app_id, conversation, memory_id)] = (before[0] if before else at, at)
+        if memory_ids:
+            self.apply_uses(UseBatch(served={(app_id, conversation, m): (at, at) for m in memory_ids}))
 
     def conversations(self, limit: int = 50) -> builtins.list[Conversation]:
         grouped: dict[tuple[str, str], list[tuple[str, datetime, datetime]]] = {}

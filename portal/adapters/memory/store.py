@@ -22,6 +22,7 @@ from portal.domain.audit import AuditEntry
 from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING
 from portal.domain.options import utc_now
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision
+from portal.domain.uses import UseBatch
 from portal.ports import NeedsVector, StoreTx
 
 
@@ -68,11 +69,14 @@ class InMemoryStore:
 
     def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
                     conversation: str | None = None) -> int:
+        return self.record_batch(place, UseBatch.of(ids, at, app_id, action, conversation))
+
+    def record_batch(self, place: Place, batch: UseBatch) -> int:
+        if not batch:
+            return 0
         with self.write(place) as tx:
-            present = [m.id for m in tx.get_many(list(dict.fromkeys(ids)))]
-            tx.record_use(app_id, action, present, at)
-            if conversation is not None:
-                tx.record_conversation(app_id, conversation, present, at)
+            present = {m.id for m in tx.get_many(batch.ids())}
+            tx.apply_uses(batch.only(present))
             tx.commit()
         return len(present)
 

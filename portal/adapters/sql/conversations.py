@@ -14,27 +14,31 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.elements import ColumnElement
 
+from portal.adapters.sql.statements import MARK_USED_AT, USE_UPSERT_PG, USE_UPSERT_SQLITE
 from portal.adapters.sql.tables import conversation_uses
 from portal.adapters.sql.tx_state import PlaceTxState
 from portal.domain.apps import Conversation, ConversationCount
+from portal.domain.uses import UseBatch
 
 C = conversation_uses.c
 
 
-def _upsert(upsert: Any) -> Any:
+def _upsert(upsert: Any, least: Any, greatest: Any) -> Any:
+    """The earliest first time and the latest last one (batches of several workers land in any order)."""
     statement = upsert(conversation_uses).values(
         owner_id=bindparam("place_owner"), scope=bindparam("place_scope"), app_id=bindparam("app_id"),
         conversation=bindparam("conversation"), memory_id=bindparam("memory_id"),
-        first_at=bindparam("at", type_=C.first_at.type), last_at=bindparam("at", type_=C.last_at.type),
+        first_at=bindparam("first_at", type_=C.first_at.type), last_at=bindparam("last_at", type_=C.last_at.type),
     )
     return statement.on_conflict_do_update(
         index_elements=[C.owner_id, C.scope, C.app_id, C.conversation, C.memory_id],
-        set_={"last_at": statement.excluded.last_at},
+        set_={"first_at": least(C.first_at, statement.excluded.first_at),
+              "last_at": greatest(C.last_at, statement.excluded.last_at)},
     )
 
 
-UPSERT_PG = _upsert(pg_insert)
-UPSERT_SQLITE = _upsert(sqlite_insert)
+UPSERT_PG = _upsert(pg_insert, func.least, func.greatest)
+UPSERT_SQLITE = _upsert(sqlite_insert, func.min, func.max)  # SQLite's min() and max() of two arguments
 
 
 class PlaceConversations(PlaceTxState):
@@ -46,7 +50,23 @@ class PlaceConversations(PlaceTxState):
             return
         statement = UPSERT_PG if self.store.postgres else UPSERT_SQLITE
         self.conn.execute(statement, [{**self.bound, "app_id": app_id, "conversation": conversation, "memory_id": m,
-                                       "at": at} for m in wanted])
+                                       "first_at": at, "last_at": at} for m in wanted])
+
+    def apply_uses(self, batch: UseBatch) -> None:
+        """A batch of uses (`portal.domain.uses`), a few statements whatever its size: the hits'
+        use times, the apps' counts, the conversations served; the caller keeps it to the memories
+        still there (`SqlStore.record_batch`, under the place's lock)."""
+        if batch.used:
+            self.conn.execute(MARK_USED_AT, [{**self.bound, "memory_id": m, "used_at": at, "now": self.now}
+                                             for m, at in batch.used.items()])
+        if batch.counts:
+            self.conn.execute(USE_UPSERT_PG if self.store.postgres else USE_UPSERT_SQLITE, [
+                {**self.bound, "app_id": app_id, "memory_id": m, "action": action, "day": day.isoformat(),
+                 "count": count, "last_at": last} for (app_id, m, action, day), (count, last) in batch.counts.items()])
+        if batch.served:
+            self.conn.execute(UPSERT_PG if self.store.postgres else UPSERT_SQLITE, [
+                {**self.bound, "app_id": app_id, "conversation": conversation, "memory_id": m, "first_at": first,
+                 "last_at": last} for (app_id, conversation, m), (first, last) in batch.served.items()])
 
     def conversations(self, limit: int = 50) -> builtins.list[Conversation]:
         where: ColumnElement[bool] = self.here(conversation_uses)

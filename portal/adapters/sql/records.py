@@ -149,7 +149,7 @@ class PlaceRecords(PlaceTxState):
         day = at.astimezone(UTC).date().isoformat()
         statement = USE_UPSERT_PG if self.store.postgres else USE_UPSERT_SQLITE
         self.conn.execute(statement, [{**self.bound, "app_id": app_id, "memory_id": m, "action": action, "day": day,
-                                       "last_at": at} for m in wanted])
+                                       "count": 1, "last_at": at} for m in wanted])
 
     def present(self, ids: Sequence[str]) -> list[str]:
         """Those of these ids that name a memory of this place (any state), in their order."""

@@ -113,21 +113,31 @@ APP_CONTROL = select(app_controls.c.state).where(bound_place(app_controls), app_
 PRESENT = select(memories.c.id).where(bound_place(memories), memories.c.id.in_(bindparam("ids", expanding=True)))
 
 
-def use_upsert(upsert: Any) -> Any:
+def use_upsert(upsert: Any, latest: Any) -> Any:
+    """`count` more uses (several at once from a batch of them) and the latest time of any (batches
+    of several workers land in any order)."""
     u = app_uses.c
     statement = upsert(app_uses).values(
         owner_id=bindparam("place_owner"), scope=bindparam("place_scope"), app_id=bindparam("app_id"),
-        memory_id=bindparam("memory_id"), action=bindparam("action"), day=bindparam("day"), count=1,
-        last_at=bindparam("last_at", type_=u.last_at.type),
+        memory_id=bindparam("memory_id"), action=bindparam("action"), day=bindparam("day"),
+        count=bindparam("count", type_=u.count.type), last_at=bindparam("last_at", type_=u.last_at.type),
     )
     return statement.on_conflict_do_update(
         index_elements=[u.owner_id, u.scope, u.app_id, u.memory_id, u.action, u.day],
-        set_={"count": u.count + 1, "last_at": statement.excluded.last_at},
+        set_={"count": u.count + statement.excluded.count, "last_at": latest(u.last_at, statement.excluded.last_at)},
     )
 
 
-USE_UPSERT_PG = use_upsert(pg_insert)
-USE_UPSERT_SQLITE = use_upsert(sqlite_insert)
+USE_UPSERT_PG = use_upsert(pg_insert, func.greatest)
+USE_UPSERT_SQLITE = use_upsert(sqlite_insert, func.max)  # SQLite's max() of two arguments is the greater
+# Recall's hits marked used by a batch (one row each, its own time): only the active ones still kept
+# and never back in time (a later batch of another worker may have landed first).
+MARK_USED_AT = (
+    update(memories)
+    .where(bound_place(memories), M.id == bindparam("memory_id"), M.state == "active", alive(),
+           M.last_used_at.is_(None) | (M.last_used_at < bindparam("used_at", type_=M.last_used_at.type)))
+    .values(last_used_at=bindparam("used_at"))
+)
 
 TOKEN = select(memory_places.c.token).where(bound_place(memory_places))
 MARK_USED = (

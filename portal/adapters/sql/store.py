@@ -53,6 +53,7 @@ from portal.domain.errors import Unavailable
 from portal.domain.options import utc_now
 from portal.domain.recall.cache import RecallCache
 from portal.domain.types import Embedding, Memory, Place, PurgeCounts
+from portal.domain.uses import UseBatch
 from portal.ports import NeedsVector
 
 M = memories.c
@@ -202,16 +203,19 @@ class SqlStore(StoreMaintenance):
 
     def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
                     conversation: str | None = None) -> int:
+        return self.record_batch(place, UseBatch.of(ids, at, app_id, action, conversation))
+
+    def record_batch(self, place: Place, batch: UseBatch) -> int:
         """Under the place's lock, taken before the memories are looked at (PostgreSQL: its own
         statement, so the look sees an erasure that held it), without waiting for durability."""
+        if not batch:
+            return 0
         with self.writer() as conn, conn.begin() as trans:
             if self.postgres:
                 conn.execute(LOCK_NOT_DURABLE, {"key": place_lock_key(place.owner_id, place.scope)})
             tx = SqlTx(self, conn, trans, place, writable=True)
-            present = tx.present(ids)
-            tx.record_use(app_id, action, present, at)
-            if conversation is not None:
-                tx.record_conversation(app_id, conversation, present, at)
+            present = tx.present(batch.ids())
+            tx.apply_uses(batch.only(set(present)))
         return len(present)
 
     def purge_owner(self, owner_id: str, scopes: Sequence[str] | None = None, record: AuditEntry | None = None) -> PurgeCounts:
