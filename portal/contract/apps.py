@@ -11,6 +11,7 @@ from portal.contract.base import ALL, ContractBase
 from portal.domain.apps import NO_MEMORY, TEMPORARY, App, AppUse
 from portal.domain.errors import Refused
 from portal.domain.types import Place
+from portal.domain.uses import UseBatch
 from portal.ports import Store
 from portal.services.apps import AppStore, note_reads
 from portal.services.memory_service import MemoryService
@@ -152,7 +153,7 @@ class AppsContract(ContractBase):
             assert tx.app_uses() == []
         assert here not in set(store.places())
 
-    def test_mark_used_for_an_app_and_record_uses_count_what_is_there_only(self, store: Store) -> None:
+    def test_mark_used_for_an_app_and_record_batch_count_what_is_there_only(self, store: Store) -> None:
         here, other_owner, _ = self.places3(store)
         active, archived = self.add(store, here, "active one", "archived one")
         (elsewhere,) = self.add(store, other_owner, "someone else's")
@@ -161,7 +162,8 @@ class AppsContract(ContractBase):
             tx.commit()
         marked = store.mark_used(here, [active.id, archived.id, elsewhere.id, "no-such-id"], self.at(1), app_id="app-1")
         assert [m.id for m in marked] == [active.id]
-        counted = store.record_uses(here, "app-1", "read", [archived.id, elsewhere.id, active.id, "\x00"], self.at(2))
+        counted = store.record_batch(here, UseBatch.of([archived.id, elsewhere.id, active.id, "\x00"], self.at(2), "app-1",
+                                                       "read"))
         assert counted == 2  # any state, this place's only
         with store.read(here) as tx:
             assert sorted((u.memory_id, u.action) for u in tx.app_uses()) == sorted(

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from portal.contract.base import ALL, ContractBase
 from portal.domain.types import Memory, Place
+from portal.domain.uses import UseBatch
 from portal.ports import Filters, Settings, Store
 
 # App ids a LIKE pattern could misread: wildcards, a quote, a backslash.
@@ -126,8 +127,8 @@ class DecisionsContract(ContractBase):
         here, other_owner, _ = self.places3(store)
         a, b = self.add(store, here, "kayak", "tea")
         store.mark_used(here, [a.id, b.id], self.at(10), app_id="app-1", conversation="c1")
-        store.record_uses(here, "app-1", "read", [a.id], self.at(20), conversation="c1")
-        store.record_uses(here, "app-2", "read", [b.id, "no-such-id"], self.at(30), conversation="c2")
+        store.record_batch(here, UseBatch.of([a.id], self.at(20), "app-1", "read", "c1"))
+        store.record_batch(here, UseBatch.of([b.id, "no-such-id"], self.at(30), "app-2", "read", "c2"))
         store.mark_used(here, [a.id], self.at(40), app_id="app-1")  # no conversation named: none kept
         with store.read(here) as tx:
             found = tx.conversations()

@@ -199,13 +199,6 @@ class Store(Protocol):
         the same transaction, under the place's write lock (an erasure leaves none behind), and with
         `conversation` too, that they served that conversation of the app (`record_conversation`)."""
         ...
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
-                    conversation: str | None = None) -> int:
-        """Count one use by the app of each of these memories still in the place (any state), in a
-        transaction of its own under the place's write lock, so an erasure landing since they were
-        read leaves no use behind; it may skip the wait for durability, as `mark_used`. With
-        `conversation`, recorded as served to it as well. Answers how many were counted."""
-        ...
     def record_batch(self, place: Place, batch: UseBatch) -> int:
         """Write what the apps were handed in this place (`StoreTx.apply_uses`), of the memories
         still there (any state) only, in a transaction of its own under the place's write lock: an

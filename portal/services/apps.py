@@ -220,10 +220,6 @@ class AppStore:
             pass
         return self.inner.mark_used(place, ids, at, app_id=self.app.id, conversation=conversation or self.conversation)
 
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
-                    conversation: str | None = None) -> int:
-        return self.inner.record_uses(place, app_id, action, ids, at, conversation or self.conversation)
-
     def record_batch(self, place: Place, batch: UseBatch) -> int:
         return self.inner.record_batch(place, batch)
 

@@ -67,10 +67,6 @@ class InMemoryStore:
             tx.commit()
         return marked
 
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
-                    conversation: str | None = None) -> int:
-        return self.record_batch(place, UseBatch.of(ids, at, app_id, action, conversation))
-
     def record_batch(self, place: Place, batch: UseBatch) -> int:
         if not batch:
             return 0

@@ -201,10 +201,6 @@ class SqlStore(StoreMaintenance):
             tx.commit()
         return marked
 
-    def record_uses(self, place: Place, app_id: str, action: str, ids: Sequence[str], at: datetime,
-                    conversation: str | None = None) -> int:
-        return self.record_batch(place, UseBatch.of(ids, at, app_id, action, conversation))
-
     def record_batch(self, place: Place, batch: UseBatch) -> int:
         """Under the place's lock, taken before the memories are looked at (PostgreSQL: its own
         statement, so the look sees an erasure that held it), without waiting for durability."""
