@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -114,7 +115,7 @@ class UseLog:
         self._thread.start()
         if not self._exit_hooked:
             self._exit_hooked = True
-            atexit.register(self.close)
+            atexit.register(_close_if_alive, weakref.ref(self))  # a weak one: the hook keeps no service alive
 
     def _run(self) -> None:
         while not self._closed:
@@ -135,6 +136,13 @@ class UseLog:
             self.store.record_batch(place, batch)
         except Exception as exc:  # the store unreachable: these counts are lost, never a request
             log.warning("uses.not_written error=%s names=%d", type(exc).__name__, len(batch))
+
+
+def _close_if_alive(log_ref: weakref.ReferenceType[UseLog]) -> None:
+    """At the process's exit: what a log still alive gathered, written."""
+    found = log_ref()
+    if found is not None:
+        found.close()
 
 
 __all__ = ["UseLog"]
