@@ -44,13 +44,11 @@ UPSERT_SQLITE = _upsert(sqlite_insert, func.min, func.max)  # SQLite's min() and
 class PlaceConversations(PlaceTxState):
     here: Any  # given by PlaceRecords
 
+    def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
+        self.apply_uses(UseBatch.of(memory_ids, at, app_id, action))
+
     def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
-        wanted = list(dict.fromkeys(memory_ids))
-        if not wanted:
-            return
-        statement = UPSERT_PG if self.store.postgres else UPSERT_SQLITE
-        self.conn.execute(statement, [{**self.bound, "app_id": app_id, "conversation": conversation, "memory_id": m,
-                                       "first_at": at, "last_at": at} for m in wanted])
+        self.apply_uses(UseBatch(served={(app_id, conversation, m): (at, at) for m in memory_ids}))
 
     def apply_uses(self, batch: UseBatch) -> None:
         """A batch of uses (`portal.domain.uses`), a few statements whatever its size: the hits'

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, insert, literal, or_, select, update
@@ -19,8 +19,6 @@ from portal.adapters.sql.statements import (
     PAUSED,
     PRESENT,
     TOMBSTONED,
-    USE_UPSERT_PG,
-    USE_UPSERT_SQLITE,
     could_be_id,
     now,
 )
@@ -141,15 +139,6 @@ class PlaceRecords(PlaceTxState):
             self.conn.execute(update(app_controls).where(self.here(app_controls), c.app_id == app_id)
                               .values(state=state, updated_at=at))
         return True
-
-    def record_use(self, app_id: str, action: str, memory_ids: Sequence[str], at: datetime) -> None:
-        wanted = list(dict.fromkeys(memory_ids))
-        if not wanted:
-            return
-        day = at.astimezone(UTC).date().isoformat()
-        statement = USE_UPSERT_PG if self.store.postgres else USE_UPSERT_SQLITE
-        self.conn.execute(statement, [{**self.bound, "app_id": app_id, "memory_id": m, "action": action, "day": day,
-                                       "count": 1, "last_at": at} for m in wanted])
 
     def present(self, ids: Sequence[str]) -> list[str]:
         """Those of these ids that name a memory of this place (any state), in their order."""
