@@ -4,6 +4,7 @@ that must hold on every store."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,3 +18,21 @@ def store(request: pytest.FixtureRequest) -> Any:
     if request.param == "memory":
         return InMemoryStore()
     return SqlStore(request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine"))
+
+
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+class Clock:
+    """The services' clock in a test: `now` set by the test."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()

@@ -22,24 +22,12 @@ from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
 from tests.fakes.embedders import HashEmbedder
 
+from .conftest import START, Clock
+
 ADA = Place("ada", "acme")
 BOT = App("app-bot", "Support bot")
 OTHER = App("app-other", "Other")
 AUDIT = AuditNote("account-ada", "member", "memory.use_changed")
-START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

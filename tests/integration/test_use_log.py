@@ -9,10 +9,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
-
-import pytest
 
 from portal.domain.apps import App
 from portal.domain.options import Options
@@ -20,10 +18,11 @@ from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
 from tests.fakes.embedders import HashEmbedder
 
+from .conftest import START, Clock
+
 ADA = Place("ada", "acme")
 BOB = Place("bob", "acme")
 BOT = App("app-bot", "Support bot")
-START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 WRITES = ("write", "unit", "mark_used", "record_uses", "record_batch", "purge_owner")
 
 
@@ -51,19 +50,6 @@ class Watched:
 
     def read(self, place: Place, snapshot: bool = True) -> AbstractContextManager[Any]:
         return self.inner.read(place, snapshot)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 def service_of(store: Any, clock: Clock, every: float) -> MemoryService:

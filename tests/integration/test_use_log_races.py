@@ -26,7 +26,8 @@ from portal.domain.types import Place
 from portal.domain.uses import UseBatch
 from portal.services.use_log import UseLog
 
-from .test_use_log import ADA, BOB, BOT, START, Clock, Watched, service_of
+from .conftest import START, Clock
+from .test_use_log import ADA, BOB, BOT, Watched, service_of
 
 ERASURES = ("purge_owner", "forget_all", "forget_matching", "expire")
 
