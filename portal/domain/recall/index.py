@@ -11,6 +11,7 @@ indexes of one process are kept by `portal.domain.recall.cache.RecallCache`.
 from __future__ import annotations
 
 import builtins
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,7 @@ from portal.ports import Filters
 # about 1,200 bytes for a sentence of ten words).
 ENTRY_OVERHEAD = 1600
 VIEWS = 4  # indexes of what remains for an asker (see PlaceIndex.view_for) kept per place
+ASKERS = 64  # what each asker (app, expiries passed) leaves out, remembered per place
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,8 @@ class PlaceIndex:
 
     __slots__ = (
         "token", "nbytes", "_ids", "_kind_of", "_created_at", "_kinds", "_created", "_terms", "_bags", "_words",
-        "_spaces", "_means", "_embeddings", "_known", "_expiring", "_withheld", "_entries", "_views",
+        "_spaces", "_means", "_embeddings", "_known", "_expiring", "_expiry_times", "_withheld", "_entries", "_views",
+        "_left_out",
     )
 
     def __init__(self, token: str, entries: Sequence[Entry]) -> None:
@@ -68,14 +71,19 @@ class PlaceIndex:
         self._embeddings: dict[str, Embedding] | None = None
         self._known: frozenset[str] | None = None
         # The few memories that expire or that some app may not receive, by position: most have
-        # neither, and a filter on them then costs nothing.
-        self._expiring = [(p, e.expires_at.timestamp()) for p, e in enumerate(ordered) if e.expires_at is not None]
+        # neither, and a filter on them then costs nothing. Expiring ones in the order they expire:
+        # which have expired at a moment is then a prefix, found by bisection.
+        self._expiring = sorted((e.expires_at.timestamp(), p) for p, e in enumerate(ordered) if e.expires_at is not None)
+        self._expiry_times = [at for at, _ in self._expiring]
         self._withheld = [(p, e.withheld) for p, e in enumerate(ordered) if e.withheld]
         # The index of what remains once some are left out (expired, withheld from an app), made on
         # first use and kept for the next recalls, by the positions left out: ranking, word
         # statistics and the mean direction are those of what the asker may receive only.
         self._entries = ordered if self._expiring or self._withheld else None
         self._views: dict[tuple[int, ...], PlaceIndex] = {}
+        # The positions each asker leaves out, by (app, how many expiries have passed): a recall
+        # finds its view in two lookups instead of going over every decision again.
+        self._left_out: dict[tuple[str | None, int], tuple[int, ...]] = {}
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
         grouped: dict[tuple[str, int], list[int]] = {}
@@ -127,20 +135,24 @@ class PlaceIndex:
         (at most VIEWS of them)."""
         if self._entries is None or (filters.alive_at is None and filters.app is None):
             return self
-        left_out: set[int] = set()
-        if filters.alive_at is not None:
-            moment = filters.alive_at.timestamp()
-            left_out.update(p for p, at in self._expiring if at <= moment)
-        if filters.app is not None:
-            left_out.update(p for p, apps in self._withheld if "*" in apps or filters.app in apps)
-        if not left_out:
+        passed = bisect_right(self._expiry_times, filters.alive_at.timestamp()) if filters.alive_at is not None else 0
+        asker = (filters.app, passed)
+        key = self._left_out.get(asker)
+        if key is None:
+            left_out = {p for _, p in self._expiring[:passed]}
+            if filters.app is not None:
+                left_out.update(p for p, apps in self._withheld if "*" in apps or filters.app in apps)
+            if len(self._left_out) >= ASKERS:
+                self._left_out.pop(next(iter(self._left_out)))
+            key = self._left_out[asker] = tuple(sorted(left_out))
+        if not key:
             return self
-        key = tuple(sorted(left_out))
         view = self._views.get(key)
         if view is None:
             if len(self._views) >= VIEWS:
                 self._views.pop(next(iter(self._views)))
-            view = self._views[key] = PlaceIndex(self.token, [e for p, e in enumerate(self._entries) if p not in left_out])
+            left = set(key)
+            view = self._views[key] = PlaceIndex(self.token, [e for p, e in enumerate(self._entries) if p not in left])
         return view
 
     def _space(self, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray] | None:
