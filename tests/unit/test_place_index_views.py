@@ -51,3 +51,26 @@ def test_apps_withheld_from_differently_never_share_an_answer() -> None:
     for n in range(128):  # many askers: each still gets its own answer
         assert seen(index, Filters(alive_at=T0, app=f"other-{n}")) == {"a", "b", "d"}
     assert seen(index, alive) == {"a", "d"}
+
+
+def test_a_view_keeps_each_models_vectors_to_their_own_memories() -> None:
+    def made(name: str, model: str | None, x: float, withheld: tuple[str, ...] = (), kind: str = "fact") -> Entry:
+        vector = np.array([x, 1.0, 0.0, 0.0], dtype=np.float32)
+        return Entry(name, kind, T0, ("kayak",), Embedding(model, vector) if model else None, withheld=withheld)
+
+    index = PlaceIndex("t", [made("a", "m", 0.1), made("b", "n", 0.2, ("app-1",)), made("c", None, 0.0),
+                             made("d", "m", 0.3, ("app-1",)), made("e", "n", 0.4), made("f", "m", 0.5),
+                             made("g", "m", 0.6, kind="event")])
+    query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    view = Filters(alive_at=T0, app="app-1")
+    # Nearest first by the first coordinate: each model's own memories, without the withheld ones.
+    assert [i for i, _ in index.nearest(Embedding("m", query), 10, view)] == ["g", "f", "a"]
+    facts = Filters(alive_at=T0, app="app-1", kinds=("fact",))
+    assert [i for i, _ in index.nearest(Embedding("m", query), 10, facts)] == ["f", "a"]
+    assert [i for i, _ in index.search_words("kayak", 10, facts)] == ["a", "c", "e", "f"]
+    assert [i for i, _ in index.nearest(Embedding("n", query), 10, view)] == ["e"]
+    assert [i for i, _ in index.nearest(Embedding("m", query), 10, Filters())] == ["g", "f", "d", "a"]
+    found, unknown = index.view_for(view).embeddings(["a", "b", "c", "d", "e", "f", "g"])
+    assert sorted(found) == ["a", "e", "f", "g"] and float(found["f"].vector[0]) == 0.5
+    mean = index.mean_vector("m", 4, facts)
+    assert mean is not None and abs(float(mean[0]) - np.mean([0.1 / np.hypot(0.1, 1), 0.5 / np.hypot(0.5, 1)])) < 1e-6

@@ -54,8 +54,11 @@ class PlaceIndex:
         "_left_out",
     )
 
-    def __init__(self, token: str, entries: Sequence[Entry]) -> None:
-        ordered = sorted(entries, key=lambda e: e.id)
+    def __init__(self, token: str, entries: Sequence[Entry], _within: tuple[PlaceIndex, np.ndarray] | None = None
+                 ) -> None:
+        # `_within`: (an index, which of its positions these entries are): its vectors are taken as
+        # they are, not stacked again (see view_for).
+        ordered = list(entries) if _within is not None else sorted(entries, key=lambda e: e.id)
         self.token = token
         self._ids = [e.id for e in ordered]
         # What only some queries need is made on first use (a store ranking by meaning alone, as a
@@ -86,14 +89,22 @@ class PlaceIndex:
         self._left_out: dict[tuple[str | None, int], tuple[int, ...]] = {}
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
-        grouped: dict[tuple[str, int], list[int]] = {}
-        for position, e in enumerate(ordered):
-            if e.embedding is not None:
-                grouped.setdefault((e.embedding.model, e.embedding.dim), []).append(position)
         self._spaces: dict[tuple[str, int], tuple[np.ndarray, list[str], np.ndarray, np.ndarray]] = {}
-        for key, positions in grouped.items():
-            matrix = np.stack([ordered[p].embedding.vector for p in positions]).astype(np.float32, copy=False)  # type: ignore[union-attr]
-            self._spaces[key] = (np.array(positions), [self._ids[p] for p in positions], matrix, row_norms(matrix))
+        if _within is not None:
+            parent, kept = _within
+            position_here = np.cumsum(kept) - 1
+            for key, (positions, ids, matrix, norms) in parent._spaces.items():
+                chosen = kept[positions]
+                self._spaces[key] = (position_here[positions[chosen]], [ids[i] for i in np.flatnonzero(chosen)],
+                                     matrix[chosen], norms[chosen])
+        else:
+            grouped: dict[tuple[str, int], list[int]] = {}
+            for position, e in enumerate(ordered):
+                if e.embedding is not None:
+                    grouped.setdefault((e.embedding.model, e.embedding.dim), []).append(position)
+            for key, where in grouped.items():
+                matrix = np.stack([ordered[p].embedding.vector for p in where]).astype(np.float32, copy=False)  # type: ignore[union-attr]
+                self._spaces[key] = (np.array(where), [self._ids[p] for p in where], matrix, row_norms(matrix))
         self._means: dict[tuple[str, int], np.ndarray] = {}
         self.nbytes = sum(space[2].nbytes for space in self._spaces.values()) + ENTRY_OVERHEAD * len(ordered)
 
@@ -151,8 +162,10 @@ class PlaceIndex:
         if view is None:
             if len(self._views) >= VIEWS:
                 self._views.pop(next(iter(self._views)))
-            left = set(key)
-            view = self._views[key] = PlaceIndex(self.token, [e for p, e in enumerate(self._entries) if p not in left])
+            kept = np.ones(len(self._ids), dtype=bool)
+            kept[list(key)] = False
+            view = self._views[key] = PlaceIndex(self.token, [e for e, k in zip(self._entries, kept, strict=True) if k],
+                                                 _within=(self, kept))
         return view
 
     def _space(self, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray] | None:
