@@ -199,14 +199,16 @@ def in_process(args: argparse.Namespace, pool: list[tuple[str, str]], vectors: n
 # ---------------------------------------------------------------- HTTP
 
 @contextmanager
-def served(database_url: str, workers: int, log_path: Path) -> Iterator[tuple[str, str]]:
-    """`memory-portal serve` on a free loopback port with the local model; answers (base URL, API key)."""
+def served(database_url: str, workers: int, log_path: Path, keys: str | None = None) -> Iterator[tuple[str, str]]:
+    """`memory-portal serve` on a free loopback port with the local model (its text encrypted with
+    `keys` when given, as PostgreSQL requires); answers (base URL, API key)."""
     folder = tempfile.mkdtemp(prefix="bench-serve-")
     env = {
         **os.environ,
         "MEMORY_DATABASE_URL": database_url, "MEMORY_EMBEDDER": "local", "MEMORY_MAX_ACTIVE": "0",
         "MEMORY_SECRET_KEY": "bench-secret-key-not-for-production", "MEMORY_INSTANCE_PATH": folder,
         "MEMORY_API_RATE_LIMIT": "100000000/minute", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        **({"MEMORY_ENCRYPTION_KEYS": keys} if keys else {}),
     }
     exe = str(Path(sys.executable).with_name("memory-portal"))
     subprocess.run([exe, "db", "upgrade"], env=env, check=True, capture_output=True)
@@ -271,21 +273,26 @@ def run_clients(clients: int, per_client: int, call: Any) -> tuple[list[float], 
 
 def http_bench(args: argparse.Namespace, kind: str, pool: list[tuple[str, str]], vectors: np.ndarray,
                qs: list[str], pg_server: str | None) -> dict[str, Any]:
+    from portal.adapters.cipher import FernetCipher, generate_key
     from portal.adapters.sql.engine import make_engine
     from portal.adapters.sql.store import SqlStore
 
     folder = tempfile.mkdtemp(prefix="bench-http-")
     url = f"sqlite:///{folder}/memory.db" if kind == "sqlite" else fresh_database(pg_server or "", "bench_http")
     out: dict[str, Any] = {"workers": args.workers, "clients": args.clients}
+    # PostgreSQL holds no text in the clear (issue 26): the server and the loader share a key.
+    keys = generate_key() if kind == "postgres" else None
     try:
-        with served(url, args.workers, Path(folder) / "serve.log") as (base, key):
+        with served(url, args.workers, Path(folder) / "serve.log", keys) as (base, key):
             headers = {"Authorization": f"Bearer {key}"}
             scope = tenant_scope(url)
             # The person recalled from: 1,000 memories, loaded through the service with the model's
             # real vectors (precomputed), as a batch import would.
             engine = make_engine(url)
             table = {t: v for (t, _), v in zip(pool, vectors, strict=True)}
-            loader = MemoryService(SqlStore(engine), embedder=PrecomputedEmbedder(table), options=Options(max_active=None))
+            cipher = FernetCipher.from_env_value(keys) if keys else None
+            loader = MemoryService(SqlStore(engine, cipher=cipher), embedder=PrecomputedEmbedder(table),
+                                   options=Options(max_active=None))
             fill(loader, Place("http-reader", scope), pool[: args.http_size])
             engine.dispose()
 

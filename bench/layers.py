@@ -103,7 +103,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from portal.adapters.sql.engine import make_engine
     from portal.adapters.sql.migrate import upgrade
-    from portal.adapters.sql.store import SqlStore
     from portal.app import create_app
     from portal.bootstrap import build_runtime
     from portal.config import load_config
@@ -128,7 +127,8 @@ def main(argv: list[str] | None = None) -> None:
         tenant = runtime.tenants.create("bench").id
         _, token = runtime.api_keys.create(tenant, ("memories:read",), name="Assistant")
         table = {t: v for (t, _), v in zip(pool, vectors, strict=True)}
-        loader = MemoryService(SqlStore(engine), embedder=PrecomputedEmbedder(table), options=Options(max_active=None))
+        # Through the runtime's store: on PostgreSQL its text is encrypted (issue 26), as the server reads it.
+        loader = MemoryService(runtime.store, embedder=PrecomputedEmbedder(table), options=Options(max_active=None))
         place = Place("reader", tenant)
         fill(loader, place, pool)
         analyze(loader.store)

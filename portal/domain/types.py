@@ -5,6 +5,7 @@ Plain dataclasses with no framework or database in sight; every layer above and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -92,6 +93,16 @@ class Embedding:
         return int(self.vector.shape[0])
 
 
+def kept_at(expires_at: datetime | None, moment: datetime) -> bool:
+    """Whether what expires at `expires_at` (None: never) is still kept at `moment`."""
+    return expires_at is None or expires_at > moment
+
+
+def receivable_by(withheld: Sequence[str], app_id: str | None) -> bool:
+    """Whether an app (None: the person) may receive what is withheld from `withheld` ("*": all)."""
+    return app_id is None or not withheld or ("*" not in withheld and app_id not in withheld)
+
+
 @dataclass(slots=True)
 class Memory:
     """The current revision of one memory. `id` stays the same for the memory's whole life."""
@@ -145,11 +156,11 @@ class Memory:
 
     def alive_at(self, moment: datetime) -> bool:
         """Whether it is still kept at `moment` (not past its expiry)."""
-        return self.expires_at is None or self.expires_at > moment
+        return kept_at(self.expires_at, moment)
 
     def usable_by(self, app_id: str | None) -> bool:
         """Whether this app may receive it (None: the person, who sees everything they keep)."""
-        return app_id is None or not self.withheld or ("*" not in self.withheld and app_id not in self.withheld)
+        return receivable_by(self.withheld, app_id)
 
     def to_json(self) -> dict[str, Any]:
         """The public JSON shape (no vector, no internal keys)."""

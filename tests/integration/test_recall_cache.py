@@ -471,3 +471,32 @@ def test_a_search_without_marking_never_answers_a_memory_archived_meanwhile(
         assert svc.recall(HERE, "coffee", mark=False) == []
     finally:
         other.engine.dispose()
+
+
+def test_a_place_over_the_cache_budget_ranks_for_each_asker_what_it_may_receive(engine: Engine) -> None:
+    """A place too big to keep is indexed for one recall, from what its asker may receive only:
+    the same rankings as the cached index's view and as the database, for apps withheld from
+    differently, an expiry passed, and the person, asked one after the other in one transaction."""
+    cached, small, uncached = SqlStore(engine), SqlStore(engine, cache_bytes=1), SqlStore(engine, cache_bytes=0)
+    svc = MemoryService(cached, embedder=HashEmbedder())
+    made = [saved(svc.remember(HERE, f"tea chess opera note {i}", kind="fact")) for i in range(12)]
+    svc.set_use(HERE, made[1], False, None)
+    svc.set_use(HERE, made[2], False, "app-1")
+    svc.set_use(HERE, made[3], False, "app-2")
+    soon = datetime.now(UTC) + timedelta(days=1)
+    with cached.write(HERE) as tx:
+        memory = tx.get(made[4])
+        assert memory is not None and tx.save(memory.copy(expires_at=soon), memory.revision)
+        tx.commit()
+    probe = HashEmbedder()
+    vector = Embedding(probe.model_id, probe.vector("tea opera"))
+    later = datetime.now(UTC) + timedelta(days=2)
+    askers = [Filters(app="app-1"), Filters(app="app-2"), Filters(), Filters(app="app-1", alive_at=later),
+              Filters(app="app-3")]
+    with cached.read(HERE) as a, small.read(HERE) as b, uncached.read(HERE) as c:
+        for filters in askers:
+            answers = [(sorted(i for i, _ in tx.nearest(vector, 20, filters)),
+                        sorted(i for i, _ in tx.search_words("tea opera", 20, filters)),
+                        sorted(tx.embeddings(made, app=filters.app))) for tx in (a, b, c)]
+            assert answers[0] == answers[1] == answers[2], filters
+        assert b.place_index(b.at_now(Filters(app="app-1"))) is not None  # type: ignore[attr-defined]

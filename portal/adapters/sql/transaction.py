@@ -43,7 +43,7 @@ from portal.adapters.sql.tables import (
 )
 from portal.adapters.sql.writing import PlaceWriting
 from portal.domain.decisions import withheld_of
-from portal.domain.recall.index import Entry, PlaceIndex
+from portal.domain.recall.index import Entry, PlaceIndex, estimated_bytes
 from portal.domain.recall.ranking import bag, words_top
 from portal.domain.text import terms
 from portal.domain.types import Embedding, Memory, Place, Revision
@@ -77,6 +77,9 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
         self.token_gone = False
         self.committed = False
         self._index: PlaceIndex | None | bool = False  # False: not looked up yet
+        # For a place too big for the recall cache, the asker (app, moment) its one-shot index was
+        # built for: only what that asker may receive is indexed (see place_index).
+        self._index_asker: tuple[str | None, datetime | None] | None = None
         # The place as the bound parameters of the statements built once below.
         self.bound = {"place_owner": place.owner_id, "place_scope": place.scope}
         # What this transaction reads is what is still kept now (by the store's clock): a memory
@@ -109,7 +112,8 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
         cache = self.store.recall_cache
         if cache is None or self.writable or not PlaceIndex.serves(filters):
             return None
-        if self._index is False:
+        asker = (filters.app, filters.alive_at)
+        if self._index is False or (self._index_asker is not None and self._index_asker != asker):
             ticket = cache.ticket(self.place)  # before the token: see RecallCache
             try:
                 token = self.conn.execute(TOKEN, self.bound).scalar_one_or_none()
@@ -119,8 +123,15 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
                 else:
                     index = cache.get(self.place, token)
                     if index is None:
-                        index = PlaceIndex(token, self._entries())
-                        cache.put(self.place, index, ticket)
+                        entries = self._entries()
+                        if estimated_bytes(entries) > cache.max_bytes:
+                            # Not kept (too big): built for this asker only, not the whole place
+                            # and then again for what the asker may receive.
+                            index = PlaceIndex(token, [e for e in entries if e.receivable(filters)])
+                            self._index_asker = asker
+                        else:
+                            index = PlaceIndex(token, entries)
+                            cache.put(self.place, index, ticket)
                     self._index = index
             finally:
                 cache.release(ticket)
@@ -210,10 +221,11 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
 
     def embeddings(self, ids: Sequence[str], app: str | None = None) -> dict[str, Embedding]:
         wanted = [i for i in dict.fromkeys(ids) if could_be_id(i)]
-        index = self.place_index(Filters())
+        asker = self.at_now(Filters(app=app))
+        index = self.place_index(asker)
         found: dict[str, Embedding] = {}
         if index:  # from what the asker may receive (PlaceIndex.view_for); the others below
-            found, wanted = index.view_for(self.at_now(Filters(app=app))).embeddings(wanted)
+            found, wanted = index.view_for(asker).embeddings(wanted)
         if wanted:
             rows = self.conn.execute(
                 select(M.id, M.embedding_model, M.embedding).where(

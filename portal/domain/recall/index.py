@@ -19,7 +19,7 @@ from datetime import datetime
 import numpy as np
 
 from portal.domain.recall.ranking import Bag, WordIndex, bag, cosine_top, row_norms, words_top
-from portal.domain.types import Embedding
+from portal.domain.types import Embedding, kept_at, receivable_by
 from portal.ports import Filters
 
 # What a memory costs in an index beyond its vector: its id, its terms and their counts, kind,
@@ -41,6 +41,16 @@ class Entry:
     embedding: Embedding | None
     expires_at: datetime | None = None
     withheld: tuple[str, ...] = ()
+
+    def receivable(self, filters: Filters) -> bool:
+        """Whether the asker of `filters` may be given it (kept at its moment, not withheld from its app)."""
+        return (filters.alive_at is None or kept_at(self.expires_at, filters.alive_at)) and receivable_by(
+            self.withheld, filters.app)
+
+
+def estimated_bytes(entries: Sequence[Entry]) -> int:
+    """What an index of these entries holds (`PlaceIndex.nbytes`), told before it is built."""
+    return sum(e.embedding.vector.size * 4 for e in entries if e.embedding is not None) + ENTRY_OVERHEAD * len(entries)
 
 
 class PlaceIndex:
