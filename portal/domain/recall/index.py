@@ -11,6 +11,7 @@ indexes of one process are kept by `portal.domain.recall.cache.RecallCache`.
 from __future__ import annotations
 
 import builtins
+import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ class PlaceIndex:
     __slots__ = (
         "token", "nbytes", "_ids", "_kind_of", "_created_at", "_kinds", "_created", "_terms", "_bags", "_words",
         "_spaces", "_means", "_embeddings", "_known", "_expiring", "_expiry_times", "_withheld", "_entries", "_views",
-        "_left_out",
+        "_left_out", "_lock",
     )
 
     def __init__(self, token: str, entries: Sequence[Entry], _within: tuple[PlaceIndex, np.ndarray] | None = None
@@ -97,6 +98,7 @@ class PlaceIndex:
         # The positions each asker leaves out, by (app, how many expiries have passed): a recall
         # finds its view in two lookups instead of going over every decision again.
         self._left_out: dict[tuple[str | None, int], tuple[int, ...]] = {}
+        self._lock = threading.Lock()
         # Per model and size: the positions (into _ids) of the memories with such a vector, their
         # ids, the vectors as one matrix and the vectors' lengths.
         self._spaces: dict[tuple[str, int], tuple[np.ndarray, list[str], np.ndarray, np.ndarray]] = {}
@@ -158,24 +160,27 @@ class PlaceIndex:
             return self
         passed = bisect_right(self._expiry_times, filters.alive_at.timestamp()) if filters.alive_at is not None else 0
         asker = (filters.app, passed)
-        key = self._left_out.get(asker)
-        if key is None:
-            left_out = {p for _, p in self._expiring[:passed]}
-            if filters.app is not None:
-                left_out.update(p for p, apps in self._withheld if "*" in apps or filters.app in apps)
-            if len(self._left_out) >= ASKERS:
-                self._left_out.pop(next(iter(self._left_out)))
-            key = self._left_out[asker] = tuple(sorted(left_out))
-        if not key:
-            return self
-        view = self._views.get(key)
-        if view is None:
-            if len(self._views) >= VIEWS:
-                self._views.pop(next(iter(self._views)))
-            kept = np.ones(len(self._ids), dtype=bool)
-            kept[list(key)] = False
-            view = self._views[key] = PlaceIndex(self.token, [e for e, k in zip(self._entries, kept, strict=True) if k],
-                                                 _within=(self, kept))
+        # Under the index's lock: the recall cache shares an index between a process's threads,
+        # and two of them making room in the same full memo at once would take the same key out.
+        with self._lock:
+            key = self._left_out.get(asker)
+            if key is None:
+                left_out = {p for _, p in self._expiring[:passed]}
+                if filters.app is not None:
+                    left_out.update(p for p, apps in self._withheld if "*" in apps or filters.app in apps)
+                if len(self._left_out) >= ASKERS:
+                    self._left_out.pop(next(iter(self._left_out)))
+                key = self._left_out[asker] = tuple(sorted(left_out))
+            if not key:
+                return self
+            view = self._views.get(key)
+            if view is None:
+                if len(self._views) >= VIEWS:
+                    self._views.pop(next(iter(self._views)))
+                kept = np.ones(len(self._ids), dtype=bool)
+                kept[list(key)] = False
+                view = self._views[key] = PlaceIndex(
+                    self.token, [e for e, k in zip(self._entries, kept, strict=True) if k], _within=(self, kept))
         return view
 
     def _space(self, model: str, dim: int, filters: Filters) -> tuple[list[str], np.ndarray, np.ndarray] | None:
