@@ -1,0 +1,133 @@
+"""Rate-limit leases (portal.adapters.sql.counters, issue 30): a process takes a few counts of a
+large limit's window in one write and hands them out to its requests, so most API calls write no
+counter. The limit still holds across processes: no count is handed out twice, so never more than
+the limit get in, whatever the number of processes and threads; a small limit (or one near its
+end) is counted one by one, exactly as before; what a lease holds unused is bounded and told.
+
+Each "process" here is a storage on an engine of its own (its own connections, its own leases), as
+each gunicorn worker has; SQLite's side file and PostgreSQL's UNLOGGED table alike."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from limits import parse
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from portal.adapters.sql.counters import LEASE_MOST, SqlCounters, counters_engine, lease_size, limit_of
+from portal.adapters.sql.engine import make_engine
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def processes(request: pytest.FixtureRequest) -> Iterator[Callable[[], tuple[SqlCounters, list[str]]]]:
+    """Makes a "process": its storage on an engine of its own, and the counter writes it made."""
+    database: Engine = request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine")
+    engines: list[Engine] = []
+
+    def make() -> tuple[SqlCounters, list[str]]:
+        first = counters_engine(database)  # makes the SQLite side file's table
+        assert first is not None
+        engine = make_engine(first.url)
+        if first is not database:
+            first.dispose()
+        engines.append(engine)
+        writes: list[str] = []
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            if statement.lstrip().upper().startswith("INSERT"):
+                writes.append(statement)
+
+        storage = storage_from_string("portal+sql://", engine=engine)
+        assert isinstance(storage, SqlCounters)
+        return storage, writes
+
+    yield make
+    for engine in engines:
+        engine.dispose()
+
+
+def _flood(limiters: list[FixedWindowRateLimiter], item: Any, threads_each: int, hits_each: int) -> list[bool]:
+    let_in: list[bool] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(limiters) * threads_each)
+
+    def caller(limiter: FixedWindowRateLimiter) -> None:
+        start.wait(30)
+        for _ in range(hits_each):
+            allowed = limiter.hit(item, "key:k1")
+            with lock:
+                let_in.append(allowed)
+
+    threads = [threading.Thread(target=caller, args=(lim,)) for lim in limiters for _ in range(threads_each)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return let_in
+
+
+def test_the_key_of_a_limit_from_the_limits_library_tells_its_amount() -> None:
+    # The lease reads the limit from the key the limits library makes; if that format ever changes,
+    # this fails (and meanwhile every count is taken one by one: exact, only slower).
+    assert limit_of(parse("1200 per minute").key_for("api", "key:abc")) == 1200
+    assert limit_of(parse("5/second").key_for("addr:0f")) == 5
+    assert limit_of("key:a") is None and limit_of("LIMITER/x/abc/1/minute") is None
+
+
+def test_a_lease_is_one_count_for_a_small_limit_and_near_the_end_of_a_large_one() -> None:
+    assert lease_size(None, 0) == 1 and lease_size(60, 0) == 1
+    assert lease_size(1200, 0) == LEASE_MOST and 1 < LEASE_MOST <= 16
+    assert lease_size(1200, 1190) == 1 and lease_size(1200, 1300) == 1
+    assert [lease_size(1200, seen) for seen in (0, 800, 1000, 1100)] == sorted(
+        (lease_size(1200, seen) for seen in (0, 800, 1000, 1100)), reverse=True)
+
+
+def test_a_large_limit_is_counted_in_leases_and_never_passed_across_processes(processes: Any) -> None:
+    made = [processes() for _ in range(2)]
+    limiters = [FixedWindowRateLimiter(storage) for storage, _ in made]
+    item = parse("1200 per minute")  # the API's default
+    let_in = _flood(limiters, item, threads_each=6, hits_each=125)  # 1,500 tries
+    admitted = let_in.count(True)
+    assert admitted <= 1200  # never past the limit
+    assert admitted >= 1200 - (LEASE_MOST - 1) * 2  # at most what each process leased unused
+    writes = sum(len(w) for _, w in made)
+    assert writes < 1500 / 4, writes  # most requests wrote nothing
+
+
+def test_a_small_limit_is_exact_across_processes(processes: Any) -> None:
+    made = [processes() for _ in range(3)]
+    limiters = [FixedWindowRateLimiter(storage) for storage, _ in made]
+    let_in = _flood(limiters, parse("20 per minute"), threads_each=4, hits_each=5)
+    assert let_in.count(True) == 20 and len(let_in) == 60
+
+
+def test_counts_handed_out_are_each_once_and_end_with_their_window(processes: Any) -> None:
+    (one, _), (two, _) = processes(), processes()
+    key = parse("1000 per 2 second").key_for("key:w")
+    seen = [one.incr(key, 2) for _ in range(5)] + [two.incr(key, 2) for _ in range(5)]
+    assert len(set(seen)) == 10 and seen[:5] == sorted(seen[:5])
+    assert one.get(key) == seen[4]  # told from the count this thread was handed last
+    time.sleep(2.1)
+    assert one.incr(key, 2) == 1  # a new window: the old lease is not handed out any more
+    one.clear(key)
+    assert one.incr(key, 2) == 1  # cleared: the lease went with it
+
+
+def test_a_refund_is_counted_exactly(processes: Any) -> None:
+    (one, _), (other, _) = processes(), processes()
+    limiter = FixedWindowRateLimiter(one)
+    item = parse("500 per minute")
+    assert limiter.hit(item, "key:r") and limiter.hit(item, "key:r")
+    shared = other.get(item.key_for("key:r"))  # read: what every process has taken, leases included
+    assert shared >= 2
+    assert limiter.hit(item, "key:r", cost=-1)  # limits' refund: straight to the shared count
+    assert other.get(item.key_for("key:r")) == shared - 1
