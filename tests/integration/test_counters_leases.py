@@ -131,3 +131,14 @@ def test_a_refund_is_counted_exactly(processes: Any) -> None:
     assert shared >= 2
     assert limiter.hit(item, "key:r", cost=-1)  # limits' refund: straight to the shared count
     assert other.get(item.key_for("key:r")) == shared - 1
+
+
+def test_leases_of_thousands_of_callers_at_once_stay_bounded(processes: Any) -> None:
+    # Many addresses in one window (each its own bucket) must not grow a worker's leases without
+    # bound, nor make every new lease pay for going over thousands of them.
+    (one, _), = (processes(),)
+    keys = [parse("1200 per minute").key_for(f"addr:{i}") for i in range(5000)]
+    for key in keys:
+        assert one.incr(key, 60) == 1
+    assert len(one._leases) < 4096
+    assert 2 <= one.incr(keys[-1], 60) <= LEASE_MOST + 1  # still counted from its lease or a new one

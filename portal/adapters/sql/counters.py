@@ -171,8 +171,12 @@ class SqlCounters(Storage):
             size = lease_size(limit, lease.seen if lease is not None and lease.ends > now else 0)
             count, ends = self._write(key, expiry, size, now)
             with self._leases_lock:
-                if len(self._leases) >= 4096:  # ended windows' leases hold nothing
+                if len(self._leases) >= 4096:  # ended windows' leases hold nothing; if live ones
+                    # are that many (many addresses at once), they all go: a lease dropped only
+                    # wastes its few counts, and no insert pays for going over thousands again
                     self._leases = {k: v for k, v in self._leases.items() if v.ends > now}
+                    if len(self._leases) >= 2048:
+                        self._leases.clear()
                 self._leases[key] = _Lease(count - size + 2, count, ends, count, now)
             return self._tell(key, count - size + 1, ends)
 
