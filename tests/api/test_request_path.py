@@ -2,8 +2,8 @@
 PostgreSQL, with the uses written in batches as a server writes them: its API key read once (the
 rate limit's bucket and the permission check share it), its rate-limit count handed out of the
 lease the key's previous call took (no statement: portal.adapters.sql.counters; the answer's
-headers told from it), and no write at all to the memories' database: a read is a read. The rate limit still holds (tests/security/test_hardening_live.py
-proves it across workers)."""
+headers told from it), and no write at all to the memories' database: a read is a read. The rate
+limit still holds (tests/security/test_hardening_live.py proves it across workers)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from limits.strategies import FixedWindowRateLimiter
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from portal.adapters.sql.counters import LEASE_MOST, SqlCounters, counters_engine, lease_size, limit_of
+from portal.adapters.sql.counters import LEASE_MOST, LEASES_KEPT, SqlCounters, counters_engine, lease_size, limit_of
 from portal.adapters.sql.engine import make_engine
 
 
@@ -128,9 +127,9 @@ def test_a_refund_is_counted_exactly(processes: Any) -> None:
     item = parse("500 per minute")
     assert limiter.hit(item, "key:r") and limiter.hit(item, "key:r")
     shared = other.get(item.key_for("key:r"))  # read: what every process has taken, leases included
-    assert shared >= 2
-    assert limiter.hit(item, "key:r", cost=-1)  # limits' refund: straight to the shared count
-    assert other.get(item.key_for("key:r")) == shared - 1
+    assert shared == LEASE_MOST
+    assert limiter.hit(item, "key:r", cost=-1)  # limits' refund: with the lease's unused counts
+    assert other.get(item.key_for("key:r")) == 1  # two hits, one refund
 
 
 def test_leases_of_thousands_of_callers_at_once_stay_bounded(processes: Any) -> None:
@@ -140,5 +139,15 @@ def test_leases_of_thousands_of_callers_at_once_stay_bounded(processes: Any) -> 
     keys = [parse("1200 per minute").key_for(f"addr:{i}") for i in range(5000)]
     for key in keys:
         assert one.incr(key, 60) == 1
-    assert len(one._leases) < 4096
-    assert 2 <= one.incr(keys[-1], 60) <= LEASE_MOST + 1  # still counted from its lease or a new one
+    assert len(one._leases) <= LEASES_KEPT
+    assert one.incr(keys[0], 60) == 2  # from its lease: kept
+    assert one.incr(keys[-1], 60) == 2  # no room for its lease: counted one by one, nothing unused
+
+
+def test_a_refund_after_its_window_ended_takes_nothing_from_the_next(processes: Any) -> None:
+    (one, _), = (processes(),)
+    key = parse("5 per 1 second").key_for("signin-pair", "a")
+    assert one.incr(key, 1) == 1
+    time.sleep(1.1)
+    assert one.incr(key, 1, amount=-1) == 0  # the new window starts empty, not at -1
+    assert [one.incr(key, 1) for _ in range(6)] == [1, 2, 3, 4, 5, 6]

@@ -13,12 +13,16 @@ many machines.
 
 Leases (issue 30): for a limit of at least LEASE_FROM a window, a process takes up to LEASE_MOST
 counts in one write and hands them out to its requests one by one, so most API calls write no
-counter. No count is handed out twice, so the limit holds across processes exactly as before (never
-more than the limit get in); a lease is smaller as the window fills (one count when less than
-LEASE_TAPER are left), so what a process holds unused when another reaches the limit is at most
-LEASE_MOST - 1 counts (under 1% of the default 1,200 a minute, for the window's last requests); once
-a process has seen its key's window full it refuses without writing, looking again once a second.
-Smaller limits (the sign-in throttle's) and refunds are counted one by one in the shared row.
+counter. No count is handed out twice, so never more than the limit get in, across processes as
+before. What a lease holds unused is the cost: at any moment at most LEASE_MOST - 1 counts a process
+and key, fewer as the window fills (a lease is at most 1/LEASE_TAPER of what the process last saw
+left, so one count near the end), and a process refuses early only while another holds such counts
+(under 1% of the default 1,200 a minute). Unused counts are never thrown away while their window
+lasts: a refund (the sign-in throttle gives a successful attempt back) writes them back with it,
+and a process with LEASES_KEPT live leases counts new keys one by one rather than drop one. `clear`
+and `reset` forget this process's leases only: another may still hand out a few counts of the old
+row. Once a process has seen its key's window full it refuses without writing, looking again once a
+second. Limits under LEASE_FROM (the sign-in throttle's defaults) are counted one by one.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ C = rate_limit_counters.c
 LEASE_FROM = 128  # a smaller limit is counted one by one: exact, as each count is its own write
 LEASE_MOST = 8  # the most counts one write takes for a process
 LEASE_TAPER = 16  # a lease is at most 1/16 of what the window has left
+LEASES_KEPT = 4096  # live leases a process keeps at most (then new keys are counted one by one)
 FULL_RECHECK = 1.0  # seconds a process refuses a full window without writing, before it looks again
 _UNITS = {"second", "minute", "hour", "day", "month", "year"}
 
@@ -132,12 +137,14 @@ class SqlCounters(Storage):
         # against 0.09 on SQLite), on the path of every API call.
         insert = pg_insert if self.engine.dialect.name == "postgresql" else sqlite_insert
         live = C.expires_at > bindparam("now")
+        # A new window starts from `fresh`, the amount but never below 0: a refund arriving just
+        # after its window ended gives back nothing of the next one.
         self._incr = insert(rate_limit_counters).values(
-            key=bindparam("key"), count=bindparam("amount"), expires_at=bindparam("ends"),
+            key=bindparam("key"), count=bindparam("fresh"), expires_at=bindparam("ends"),
         ).on_conflict_do_update(
             index_elements=[C.key],
             set_={
-                "count": case((live, C.count + bindparam("amount")), else_=bindparam("amount")),
+                "count": case((live, C.count + bindparam("amount")), else_=bindparam("fresh")),
                 "expires_at": case((live, C.expires_at), else_=bindparam("ends")),
             },
         ).returning(C.count, C.expires_at)
@@ -145,6 +152,7 @@ class SqlCounters(Storage):
         self._told = threading.local()
         self._leases: dict[str, _Lease] = {}
         self._leases_lock = threading.Lock()  # the dict's own: never held over a write
+        self._pruned_at = 0.0
         self._key_locks = [threading.Lock() for _ in range(64)]  # a key's threads queue for its one write
 
     @property
@@ -153,39 +161,54 @@ class SqlCounters(Storage):
 
     def incr(self, key: str, expiry: float, amount: int = 1) -> int:
         limit = limit_of(key)
-        if amount != 1 or lease_size(limit, 0) == 1:
-            with self._leases_lock:
-                self._leases.pop(key, None)
+        if lease_size(limit, 0) == 1:
             count, ends = self._write(key, expiry, amount, time.time())
             return self._tell(key, count, ends)
         with self._key_locks[zlib.crc32(key.encode()) % 64]:
             now = time.time()
             with self._leases_lock:
                 lease = self._leases.get(key)
-            if lease is not None and lease.ends > now:
+                if lease is not None and lease.ends <= now:
+                    lease = None
+                room = lease is not None or self._room(now)
+            if amount != 1:  # a refund (or a cost): to the shared row, with this process's lease's
+                # unused counts given back in the same write, so a hit and its refund net nothing
+                with self._leases_lock:
+                    self._leases.pop(key, None)
+                unused = lease.last - lease.next + 1 if lease is not None and lease.next <= lease.last else 0
+                count, ends = self._write(key, expiry, amount - unused, now)
+                return self._tell(key, count, ends)
+            if lease is not None:
                 if lease.next <= lease.last:
                     lease.next += 1
                     return self._tell(key, lease.next - 1, lease.ends)
                 if lease.seen >= (limit or 0) and now - lease.at < FULL_RECHECK:
                     return self._tell(key, lease.seen + 1, lease.ends)  # full: refused, no write
-            size = lease_size(limit, lease.seen if lease is not None and lease.ends > now else 0)
+            # Without room for its lease (thousands of callers at once), one count: nothing unused.
+            size = lease_size(limit, lease.seen if lease is not None else 0) if room else 1
             count, ends = self._write(key, expiry, size, now)
-            with self._leases_lock:
-                if len(self._leases) >= 4096:  # ended windows' leases hold nothing; if live ones
-                    # are that many (many addresses at once), they all go: a lease dropped only
-                    # wastes its few counts, and no insert pays for going over thousands again
-                    self._leases = {k: v for k, v in self._leases.items() if v.ends > now}
-                    if len(self._leases) >= 2048:
-                        self._leases.clear()
-                self._leases[key] = _Lease(count - size + 2, count, ends, count, now)
+            if room:
+                with self._leases_lock:
+                    self._leases[key] = _Lease(count - size + 2, count, ends, count, now)
             return self._tell(key, count - size + 1, ends)
+
+    def _room(self, now: float) -> bool:
+        """Whether a new key's lease may be kept (under the dict's lock). At LEASES_KEPT, the
+        leases that hold nothing (window ended, or every count handed out) go, at most once a
+        second: a live lease is never dropped, as its unused counts would be lost to its key."""
+        if len(self._leases) < LEASES_KEPT:
+            return True
+        if now - self._pruned_at >= 1.0:
+            self._pruned_at = now
+            self._leases = {k: v for k, v in self._leases.items() if v.ends > now and v.next <= v.last}
+        return len(self._leases) < LEASES_KEPT
 
     def _write(self, key: str, expiry: float, amount: int, now: float) -> tuple[int, float]:
         """Add `amount` to the shared count (a new window if the last one ended): the count and
         the window's end."""
         with self.engine.begin() as conn:
-            count, expires_at = conn.execute(self._incr, {"key": key, "amount": amount, "now": now,
-                                                          "ends": now + expiry}).one()
+            count, expires_at = conn.execute(self._incr, {"key": key, "amount": amount, "fresh": max(amount, 0),
+                                                          "now": now, "ends": now + expiry}).one()
         self._until_sweep -= 1
         if self._until_sweep <= 0:  # ended windows count nothing: their rows go now and then
             self._until_sweep = self.SWEEP_EVERY
