@@ -14,6 +14,7 @@ from gunicorn.workers.gthread import ThreadWorker
 from gunicorn.workers.sync import SyncWorker
 
 from portal.app import create_app
+from portal.domain.text import term_weight
 
 log = logging.getLogger("portal.serve")
 
@@ -118,7 +119,9 @@ def stop_jobs(server: Any, worker: Any) -> None:
 
 def warm_up(app: Any) -> None:
     """Load the embedding model before the worker takes requests, so nobody waits seconds for the
-    first recall. A failure here is logged and left to the per-request fallback."""
+    first recall, and the table of how common words are (portal.domain.commonness, about 2 s).
+    A failure here is logged and left to the per-request fallback."""
+    term_weight("warm")
     embedder = app.extensions["memory_runtime"].service.embedder
     if embedder is None:
         return

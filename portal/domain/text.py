@@ -24,6 +24,8 @@ import unicodedata
 
 import Stemmer
 
+from portal.domain.commonness import weight_of, zipf_table
+
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.S)
 _STRAY_MARKERS = re.compile(r"\*\*|(?<![\w])__|__(?![\w])")
 _CODE = re.compile(r"`+")
@@ -125,6 +127,12 @@ def query_terms(query: str) -> list[str]:
     found = words(query)
     kept = [w for w in found if w not in STOP_WORDS] or found
     return list(dict.fromkeys(stem(w) for w in kept))[:MAX_QUERY_TERMS]
+
+
+def term_weight(term: str) -> float:
+    """How much a query term's match counts, by how common it is in English (1 for a rare word,
+    down to 0.15 for the commonest: portal.domain.commonness); multiplies its BM25 idf."""
+    return weight_of(zipf_table("en", stem, fold).get(term))
 
 
 def search_text(text: str) -> str:

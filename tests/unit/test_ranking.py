@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from portal.domain.options import Options
-from portal.domain.recall.ranking import bm25_top, fuse, fuse_scores
+from portal.domain.recall.ranking import LEXICAL_FULL, bm25_top, fuse, fuse_scores
 from portal.domain.text import query_terms, search_text, terms, words_key
 
 from .conftest import remember_ok
@@ -51,10 +51,10 @@ def test_relative_fusion_scales_each_ranking_and_weighs_it():
         ("c", 0.6, {"vector", "lexical"}), ("a", 0.4, {"vector"}), ("b", 0.2, {"vector"}), ("d", 0.0, {"lexical"}),
     ]
     # a lone candidate, or candidates all equal, are the ranking's best: fully by meaning, and by
-    # words as far as their BM25 score says (1.0 of the 4.0 that counts fully)
-    assert fuse_scores([("vector", [("a", 0.3)], 0.4), ("lexical", [("c", 1.0), ("b", 1.0)], 0.6)], 10) == [
-        ("a", 0.4, {"vector"}), ("b", 0.15, {"lexical"}), ("c", 0.15, {"lexical"}),
-    ]
+    # words as far as their BM25 score says (1.0 of the LEXICAL_FULL that counts fully)
+    alone = fuse_scores([("vector", [("a", 0.3)], 0.4), ("lexical", [("c", 1.0), ("b", 1.0)], 0.6)], 10)
+    assert [(i, found) for i, _, found in alone] == [("a", {"vector"}), ("b", {"lexical"}), ("c", {"lexical"})]
+    assert [s for _, s, _ in alone] == pytest.approx([0.4, 0.6 / LEXICAL_FULL, 0.6 / LEXICAL_FULL])
     assert fuse_scores([("vector", [], 1.0)], 5) == []
     assert len(fuse_scores([("vector", [("a", 1.0), ("b", 0.5)], 1.0)], 1)) == 1
 
@@ -67,7 +67,7 @@ def test_one_weak_word_match_is_not_made_a_full_one():
     fused = fuse_scores([("vector", meaning, 0.45), ("lexical", [("tea", 1.39)], 0.55)], 5)
     assert [i for i, _, _ in fused][:2] == ["short", "tea"]
     assert fused[0][1] == pytest.approx(0.45)
-    assert fused[1][1] == pytest.approx(0.45 * (1 - 0.18 / 0.31) + 0.55 * 1.39 / 4.0)
+    assert fused[1][1] == pytest.approx(0.45 * (1 - 0.18 / 0.31) + 0.55 * 1.39 / LEXICAL_FULL)
     # a strong word match still counts fully, and still wins
     assert fuse_scores([("vector", meaning, 0.45), ("lexical", [("tea", 6.0)], 0.55)], 1)[0][0] == "tea"
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from portal.domain.text import query_terms, terms
+from portal.domain.text import query_terms, term_weight, terms
 
 RRF_K = 60
 BM25_K1 = 1.2
@@ -24,10 +24,11 @@ BM25_K1 = 1.2
 BM25_B = 0.4
 FRAGMENT_MIN = 3
 # Relative fusion (`fuse_scores`): cosines closer than this are not stretched apart, and a word
-# ranking counts fully once its best BM25 score reaches LEXICAL_FULL (about one distinctive word
-# matched in a place of a hundred memories: idf log(100 / 1.5) ≈ 4.2); below, in proportion.
+# ranking counts fully once its best BM25 score reaches LEXICAL_FULL (about one rare word matched in
+# a place of fifty memories; a common word's idf counts less, portal.domain.commonness); below, in
+# proportion. 3.5 with the language weights (4.0 before them): docs/benchmarks.md, issue 31.
 VECTOR_SPAN = 0.1
-LEXICAL_FULL = 4.0
+LEXICAL_FULL = 3.5
 # Scores equal to this many decimals are a tie, broken by id (float rounding differs by store).
 TIE_DIGITS = 6
 
@@ -111,7 +112,7 @@ def bm25_rank(
         df = int(np.count_nonzero(tf))
         if not df:
             continue
-        idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0)
+        idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0) * term_weight(term)
         scores += idf * tf * (BM25_K1 + 1) / (tf + norm)
     order = np.argsort(-scores, kind="stable")
     return [(docs[i][0], float(scores[i])) for i in order[:limit] if scores[i] > 0]
@@ -174,7 +175,7 @@ class WordIndex:
             if found is None:
                 continue
             where, tf = found
-            idf = math.log((self._count - len(where) + 0.5) / (len(where) + 0.5) + 1.0)
+            idf = math.log((self._count - len(where) + 0.5) / (len(where) + 0.5) + 1.0) * term_weight(term)
             if scores is None:
                 scores = np.zeros(self._count, dtype=np.float64)
             scores[where] += idf * tf * (BM25_K1 + 1) / (tf + self._norm[where])
