@@ -17,6 +17,7 @@ from portal.adapters.cipher import FernetCipher, check_cipher
 from portal.adapters.embedders import build_embedder
 from portal.adapters.llm import build_llm
 from portal.adapters.queue import HueyQueue
+from portal.adapters.reranker import HttpReranker
 from portal.adapters.sql.accounts import Accounts
 from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.audit import AuditLog
@@ -148,6 +149,9 @@ def build_runtime(
             app_uses_retention=timedelta(days=config.app_uses_days) if config.app_uses_days else None,
             summary_retention=timedelta(minutes=config.job_summary_minutes),
             uses_every=config.uses_every,
+            reranker=HttpReranker(config.rerank_url, config.rerank_model, config.rerank_api_key, config.rerank_api,
+                                  config.rerank_timeout_ms / 1000) if config.rerank_url else None,
+            rerank_candidates=min(config.rerank_candidates, 100),
         ),
         llm=chosen_llm,
         mask=config.mask,

@@ -75,6 +75,13 @@ class Config:
     uses_every: float = 2.0  # seconds between writes of what recalls handed out (portal.services.use_log)
     # The operator's explicit acceptance of text in the clear on PostgreSQL (see encryption_keys_for).
     plaintext_on_postgres: bool = False
+    # A rerank server (portal.adapters.reranker), off unless MEMORY_RERANK_URL names one.
+    rerank_url: str | None = None
+    rerank_model: str | None = None
+    rerank_api_key: str | None = None
+    rerank_api: str = "cohere"
+    rerank_timeout_ms: int = 500
+    rerank_candidates: int = 20
 
     @property
     def production(self) -> bool:
@@ -130,6 +137,9 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
     if llm_base_url and not environ.get("MEMORY_LLM_MODEL"):
         raise ConfigError("MEMORY_LLM_MODEL is required with MEMORY_LLM_BASE_URL")
     erasure_scope = _choice(environ, "MEMORY_ERASURE_SCOPE", "tenant", ("tenant", "all"))
+    rerank_url = environ.get("MEMORY_RERANK_URL", "").strip() or None
+    if rerank_url and not rerank_url.startswith(("http://", "https://")):
+        raise ConfigError("MEMORY_RERANK_URL must start with http:// or https://")
     rules_file = environ.get("MEMORY_RULES_FILE") or None
     if rules_file and not Path(rules_file).is_file():
         raise ConfigError("MEMORY_RULES_FILE does not name a readable file")
@@ -169,6 +179,12 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         job_summary_minutes=_int(environ, "MEMORY_JOB_SUMMARY_MINUTES", 60, minimum=1),
         uses_every=_float(environ, "MEMORY_USES_EVERY_SECONDS", 2.0, 0.0, 60.0),
         plaintext_on_postgres=plaintext_on_postgres,
+        rerank_url=rerank_url,
+        rerank_model=environ.get("MEMORY_RERANK_MODEL") or None,
+        rerank_api_key=environ.get("MEMORY_RERANK_API_KEY") or None,
+        rerank_api=_choice(environ, "MEMORY_RERANK_API", "cohere", ("cohere", "tei")),
+        rerank_timeout_ms=_int(environ, "MEMORY_RERANK_TIMEOUT_MS", 500, minimum=1),
+        rerank_candidates=_int(environ, "MEMORY_RERANK_CANDIDATES", 20, minimum=1),
     )
     if overrides:
         config = Config(**{**config.__dict__, **overrides})  # type: ignore[arg-type]

@@ -30,6 +30,14 @@ class LLM(Protocol):
     def complete(self, system: str, prompt: str) -> str: ...
 
 
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores texts by how well each answers a query: one score per text, in their order, higher
+    is better (a rerank server: portal.adapters.reranker). May raise on failure or past its deadline."""
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]: ...
+
+
 class Clock(Protocol):
     def __call__(self) -> datetime: ...
 
@@ -98,6 +106,11 @@ class Options:
     # in a batch every this many seconds (MEMORY_USES_EVERY_SECONDS; `serve` and gunicorn: 2), off
     # the request path; 0 writes it with each call (`portal.services.use_log`).
     uses_every: float = 0.0
+    # A rerank server's second opinion on recall's first `rerank_candidates` (MEMORY_RERANK_URL;
+    # off by default): it orders them and its relevance is the hits' score; when it fails or is
+    # slow, recall keeps its own order.
+    reranker: Reranker | None = None
+    rerank_candidates: int = 20
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce", "keep"):

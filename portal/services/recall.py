@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -24,7 +25,7 @@ from portal.domain.recall.ranking import fuse, fuse_scores
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, Revision, as_place
 
 from .apps import note_reads
-from .context import Context
+from .context import Context, pid
 
 log = logging.getLogger("portal.memory")
 
@@ -181,7 +182,9 @@ class Recall:
             else:
                 meaning = Meaning(tx, query_vector, filters, options.meaning_centering)
                 semantic = meaning.ranking(meaning.query, depth, threshold)
-                fused = self._fuse(semantic, lexical, limit)
+                # With a reranker, more candidates than the hits asked for: it may reorder them.
+                wanted = max(limit, options.rerank_candidates) if options.reranker is not None else limit
+                fused = self._fuse(semantic, lexical, wanted)
                 if options.feedback_memories and options.feedback_weight and fused:
                     # Pseudo-relevance feedback (Rocchio): move the query's vector toward the
                     # memories ranked first, then rank by meaning again; words stay as they were.
@@ -189,9 +192,10 @@ class Recall:
                     moved = meaning.toward(list(leaders.values()), options.feedback_weight)
                     if moved is not None:
                         semantic = meaning.ranking(moved, depth, threshold)
-                        fused = self._fuse(semantic, lexical, limit)
+                        fused = self._fuse(semantic, lexical, wanted)
                 ranked = [(i, score, "hybrid" if len(how) == 2 else next(iter(how))) for i, score, how in fused]
                 by_id = active(tx.get_many([i for i, _, _ in ranked]))
+                ranked = self._reranked(place, query, [r for r in ranked if r[0] in by_id], by_id, limit)
         hits = [(by_id[i], score, how) for i, score, how in ranked if i in by_id]
         if mark and hits:
             # A read stays a read: the hits' use (their time, the app's count, its conversation) is
@@ -200,6 +204,25 @@ class Recall:
             ctx.note_uses(place, [m.id for m, _, _ in hits], RECALLED, mark=True, at=at)
             return [Hit(replace(m, last_used_at=at), score, how) for m, score, how in hits]
         return [Hit(m, score, how) for m, score, how in hits]
+
+    def _reranked(self, place: Place, query: str, ranked: builtins.list[tuple[str, float, str]],
+                  by_id: Mapping[str, Memory], limit: int) -> builtins.list[tuple[str, float, str]]:
+        """The first `limit` of `ranked` in the reranker's order, its relevance (clamped to [0, 1])
+        as their score; `ranked` as it is without a reranker, or when it fails, is slow or answers
+        something else than a finite score per text (logged by error type: no words)."""
+        reranker = self.ctx.options.reranker
+        if reranker is None or len(ranked) < 2:
+            return ranked[:limit]
+        mask = self.ctx.mask
+        try:
+            scores = reranker.rerank(mask(query, place), [mask(by_id[i].text, place) for i, _, _ in ranked])
+            if len(scores) != len(ranked) or not all(isinstance(s, float | int) and math.isfinite(s) for s in scores):
+                raise ValueError("not a finite score per text")
+        except Exception as exc:  # the reranker is a second opinion: recall answers without it
+            log.warning("reranker.failed place=%s error=%s", pid(place), type(exc).__name__)
+            return ranked[:limit]
+        order = sorted(range(len(ranked)), key=lambda k: (-float(scores[k]), k))[:limit]
+        return [(ranked[k][0], min(1.0, max(0.0, float(scores[k]))), ranked[k][2]) for k in order]
 
     def _fuse(
         self, semantic: builtins.list[tuple[str, float]], lexical: builtins.list[tuple[str, float]], limit: int
