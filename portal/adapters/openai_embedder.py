@@ -15,6 +15,7 @@ import httpx
 import numpy as np
 
 from portal.adapters.embedder_base import EmbedderError, _text_list
+from portal.adapters.http_deadline import post_within
 
 
 class OpenAIEmbedder:
@@ -93,7 +94,7 @@ class OpenAIEmbedder:
                 break
             tried += 1
             try:
-                status, content = self._send(body, deadline)
+                status, content = post_within(self._client, self.url, body, deadline)
             except (httpx.TransportError, TimeoutError) as exc:
                 # Only the exception's class: its text may quote the URL's query string.
                 failure = f"{type(exc).__name__}"
@@ -109,19 +110,6 @@ class OpenAIEmbedder:
             except ValueError:
                 raise EmbedderError("embedding endpoint answered with something other than JSON") from None
         raise EmbedderError(f"embedding endpoint failed within {self.timeout:g} s ({tried} attempts): {failure}")
-
-    def _send(self, body: dict[str, Any], deadline: float) -> tuple[int, bytes]:
-        """One try: the status and the whole answer, or TimeoutError past the deadline. httpx's
-        timeout bounds each wait (to connect, to send, for the next bytes); the deadline is checked
-        between the chunks of the answer too, so an endpoint answering slowly but steadily is given
-        up on as one that hangs."""
-        with self._client.stream("POST", self.url, json=body, timeout=max(0.001, deadline - time.monotonic())) as answer:
-            chunks = []
-            for chunk in answer.iter_bytes():
-                if time.monotonic() > deadline:
-                    raise TimeoutError("deadline")
-                chunks.append(chunk)
-            return answer.status_code, b"".join(chunks)
 
     def _parse(self, answer: Any, expected: int) -> np.ndarray:
         try:

@@ -7,19 +7,25 @@ Two request shapes, by `api`:
 - "tei" (Hugging Face text-embeddings-inference): POST {base}/rerank {"query", "texts": [...]} →
   [{"index", "score"}, ...].
 Every text must come back with a finite score, else the answer is refused (ValueError) and recall
-keeps its own order. The deadline (`timeout`, seconds) bounds connecting, sending and each wait
-for the answer's bytes. Nothing here logs or keeps a word: recall logs a failure by its type.
+keeps its own order. The deadline (`timeout`, seconds) bounds the whole call, the answer's bytes
+included, and an answer over MAX_ANSWER bytes is refused (portal.adapters.http_deadline). Nothing
+here logs or keeps a word: recall logs a failure by its type.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
+from portal.adapters.http_deadline import post_within
+
 APIS = ("cohere", "tei")
+MAX_ANSWER = 1024 * 1024  # bytes: a real answer for 100 texts is a few kB
 
 
 class HttpReranker:
@@ -27,7 +33,7 @@ class HttpReranker:
                  timeout: float = 0.5) -> None:
         if api not in APIS:
             raise ValueError(f"MEMORY_RERANK_API must be one of {', '.join(APIS)}")
-        self.api, self.model = api, model
+        self.api, self.model, self.timeout = api, model, timeout
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout,
                                     follow_redirects=False)
@@ -41,9 +47,10 @@ class HttpReranker:
             body = {"query": query, "documents": list(texts), "top_n": len(texts)}
             if self.model:
                 body["model"] = self.model
-        answer = self._client.post("/rerank", json=body)
-        answer.raise_for_status()
-        found = answer.json()
+        status, content = post_within(self._client, "/rerank", body, time.monotonic() + self.timeout, MAX_ANSWER)
+        if status != 200:
+            raise ValueError(f"the rerank server answered {status}")
+        found = json.loads(content)
         rows = found.get("results") if isinstance(found, dict) else found
         key = "score" if self.api == "tei" else "relevance_score"
         scores: list[float | None] = [None] * len(texts)

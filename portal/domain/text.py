@@ -131,7 +131,7 @@ def query_terms(query: str) -> list[str]:
 
 def term_weight(term: str) -> float:
     """How much a query term's match counts, by how common it is in English (1 for a rare word,
-    down to 0.15 for the commonest: portal.domain.commonness); multiplies its BM25 idf."""
+    down to 0.3 for the commonest: portal.domain.commonness); multiplies its BM25 idf."""
     return weight_of(zipf_table("en", stem, fold).get(term))
 
 

@@ -142,7 +142,8 @@ class Recall:
         (`meaning_centering`), ranked a second time after moving the query toward the first fused
         hits (`feedback_memories`, `feedback_weight`). A similarity floor is checked on the plain
         cosine. With the default fusion and weights a hit's score is in [0, 1]. Equal scores (to
-        1e-6) fall by id, on every store.
+        1e-6) fall by id, on every store. With a reranker (`Options.reranker`) its order and its
+        relevance (equal ones in recall's order) come first, for the first `rerank_candidates`.
 
         With `relevant_only`, only memories that share a word with the query or whose plain cosine
         reaches the relevance floor (`Options.relevance_floor`, or `min_similarity` if higher) are
@@ -195,7 +196,8 @@ class Recall:
                         fused = self._fuse(semantic, lexical, wanted)
                 ranked = [(i, score, "hybrid" if len(how) == 2 else next(iter(how))) for i, score, how in fused]
                 by_id = active(tx.get_many([i for i, _, _ in ranked]))
-                ranked = self._reranked(place, query, [r for r in ranked if r[0] in by_id], by_id, limit)
+        if query_vector is not None:  # the rerank server is asked with no connection held
+            ranked = self._reranked(place, query, [r for r in ranked if r[0] in by_id], by_id, limit)
         hits = [(by_id[i], score, how) for i, score, how in ranked if i in by_id]
         if mark and hits:
             # A read stays a read: the hits' use (their time, the app's count, its conversation) is
@@ -207,22 +209,25 @@ class Recall:
 
     def _reranked(self, place: Place, query: str, ranked: builtins.list[tuple[str, float, str]],
                   by_id: Mapping[str, Memory], limit: int) -> builtins.list[tuple[str, float, str]]:
-        """The first `limit` of `ranked` in the reranker's order, its relevance (clamped to [0, 1])
-        as their score; `ranked` as it is without a reranker, or when it fails, is slow or answers
-        something else than a finite score per text (logged by error type: no words)."""
-        reranker = self.ctx.options.reranker
-        if reranker is None or len(ranked) < 2:
+        """The first `limit` of `ranked`, its first `rerank_candidates` in the reranker's order with
+        its relevance (clamped to [0, 1]) as their score, the rest after them as they were;
+        `ranked` as it is without a reranker, or when it fails, is slow or answers something else
+        than a finite score per text (logged by error type: no words)."""
+        options = self.ctx.options
+        asked = ranked[:options.rerank_candidates]
+        if options.reranker is None or len(asked) < 2:
             return ranked[:limit]
         mask = self.ctx.mask
         try:
-            scores = reranker.rerank(mask(query, place), [mask(by_id[i].text, place) for i, _, _ in ranked])
-            if len(scores) != len(ranked) or not all(isinstance(s, float | int) and math.isfinite(s) for s in scores):
+            scores = options.reranker.rerank(mask(query, place), [mask(by_id[i].text, place) for i, _, _ in asked])
+            if len(scores) != len(asked) or not all(isinstance(s, float | int) and math.isfinite(s) for s in scores):
                 raise ValueError("not a finite score per text")
         except Exception as exc:  # the reranker is a second opinion: recall answers without it
             log.warning("reranker.failed place=%s error=%s", pid(place), type(exc).__name__)
             return ranked[:limit]
-        order = sorted(range(len(ranked)), key=lambda k: (-float(scores[k]), k))[:limit]
-        return [(ranked[k][0], min(1.0, max(0.0, float(scores[k]))), ranked[k][2]) for k in order]
+        order = sorted(range(len(asked)), key=lambda k: (-float(scores[k]), k))
+        reordered = [(asked[k][0], min(1.0, max(0.0, float(scores[k]))), asked[k][2]) for k in order]
+        return (reordered + ranked[len(asked):])[:limit]
 
     def _fuse(
         self, semantic: builtins.list[tuple[str, float]], lexical: builtins.list[tuple[str, float]], limit: int

@@ -90,3 +90,14 @@ def test_a_bad_rerank_setting_is_refused_by_name() -> None:
         load_config({"MEMORY_INSTANCE_PATH": "/tmp", "MEMORY_RERANK_URL": "ftp://x"})
     with pytest.raises(ConfigError, match="MEMORY_RERANK_API"):
         load_config({"MEMORY_INSTANCE_PATH": "/tmp", "MEMORY_RERANK_URL": "http://x", "MEMORY_RERANK_API": "soap"})
+
+
+def test_only_the_first_candidates_are_sent_and_the_rest_follow_in_recall_s_order(store: Any,
+                                                                                   server: FakeRerankServer) -> None:
+    made = service(store, server)
+    made.ctx.options = Options(reranker=made.ctx.options.reranker, rerank_candidates=2)
+    plain = MemoryService(store, HashEmbedder()).recall(PLACE, "green tea", limit=3)
+    hits = made.recall(PLACE, "green tea", limit=3)
+    sent = server.requests[-1]["body"]["texts" if server.api == "tei" else "documents"]
+    assert len(sent) == 2 and sorted(sent) == sorted(h.memory.text for h in plain[:2])
+    assert hits[2].memory.id == plain[2].memory.id  # not sent: after them, as recall ranked it
