@@ -11,47 +11,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
 from limits import parse
-from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
-from portal.adapters.sql.counters import LEASE_MOST, LEASES_KEPT, SqlCounters, counters_engine, lease_size, limit_of
-from portal.adapters.sql.engine import make_engine
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def processes(request: pytest.FixtureRequest) -> Iterator[Callable[[], tuple[SqlCounters, list[str]]]]:
-    """Makes a "process": its storage on an engine of its own, and the counter writes it made."""
-    database: Engine = request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine")
-    engines: list[Engine] = []
-
-    def make() -> tuple[SqlCounters, list[str]]:
-        first = counters_engine(database)  # makes the SQLite side file's table
-        assert first is not None
-        engine = make_engine(first.url)
-        if first is not database:
-            first.dispose()
-        engines.append(engine)
-        writes: list[str] = []
-
-        @event.listens_for(engine, "before_cursor_execute")
-        def _seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-            if statement.lstrip().upper().startswith("INSERT"):
-                writes.append(statement)
-
-        storage = storage_from_string("portal+sql://", engine=engine)
-        assert isinstance(storage, SqlCounters)
-        return storage, writes
-
-    yield make
-    for engine in engines:
-        engine.dispose()
+from portal.adapters.sql.counters import LEASE_MOST, LEASES_KEPT, lease_size, limit_of
 
 
 def _flood(limiters: list[FixedWindowRateLimiter], item: Any, threads_each: int, hits_each: int) -> list[bool]:

@@ -14,40 +14,14 @@ Each "process" is a storage on an engine of its own, as each gunicorn worker has
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
 from flask import Flask
 from limits import parse
-from limits.storage import storage_from_string
-from sqlalchemy.engine import Engine
 
-from portal.adapters.sql.counters import LEASE_MOST, SqlCounters, counters_engine
-from portal.adapters.sql.engine import make_engine
+from portal.adapters.sql.counters import LEASE_MOST, SqlCounters
 from portal.web.throttle import SignInThrottle
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def processes(request: pytest.FixtureRequest) -> Iterator[Callable[[], SqlCounters]]:
-    database: Engine = request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine")
-    engines: list[Engine] = []
-
-    def make() -> SqlCounters:
-        first = counters_engine(database)  # makes the SQLite side file's table
-        assert first is not None
-        engine = make_engine(first.url)
-        if first is not database:
-            first.dispose()
-        engines.append(engine)
-        storage = storage_from_string("portal+sql://", engine=engine)
-        assert isinstance(storage, SqlCounters)
-        return storage
-
-    yield make
-    for engine in engines:
-        engine.dispose()
 
 
 def _throttle(storage: SqlCounters, **config: str) -> SignInThrottle:
@@ -61,7 +35,7 @@ def test_successful_sign_ins_under_a_large_address_limit_do_not_lock_the_address
     # An office behind one address raises LOGIN_ADDRESS_LIMIT (the default, 100, is below the lease
     # threshold). Forty colleagues each sign in once, with the right password: no failed attempt
     # at all, so the address's counter of failures must stay (about) empty.
-    worker, other = processes(), processes()
+    (worker, _), (other, _) = processes(), processes()
     throttle = _throttle(worker, LOGIN_ADDRESS_LIMIT="200 per hour")
     office = "203.0.113.7"
     for i in range(40):
@@ -76,7 +50,7 @@ def test_successful_sign_ins_under_a_large_address_limit_do_not_lock_the_address
 def test_a_refund_gives_back_what_the_lease_took(processes: Any) -> None:
     # limits' refund (`hit(cost=-1)`) on a key of a large limit: hit then refund, many times. Each
     # pair nets nothing, so the shared count must not grow past one lease's unused counts.
-    worker, other = processes(), processes()
+    (worker, _), (other, _) = processes(), processes()
     key = parse("500 per hour").key_for("signin-address", "a")
     for _ in range(20):
         assert worker.incr(key, 3600) <= 500
@@ -89,7 +63,7 @@ def test_thousands_of_other_callers_do_not_waste_a_keys_window(processes: Any) -
     # The docstring: what a process holds unused is at most LEASE_MOST - 1 counts. A victim's key
     # asks twice; in between, 4,096 other buckets (unauthenticated callers from distinct
     # addresses or /64s each get one) ask once each, and the worker drops every live lease.
-    worker, other = processes(), processes()
+    (worker, _), (other, _) = processes(), processes()
     item = parse("1200 per minute")  # the API's default
     victim = item.key_for("key:victim", "api")
     assert worker.incr(victim, 60) == 1
