@@ -14,7 +14,8 @@ from gunicorn.workers.gthread import ThreadWorker
 from gunicorn.workers.sync import SyncWorker
 
 from portal.app import create_app
-from portal.domain.text import term_weight
+from portal.domain.language import warm as warm_language
+from portal.domain.text import term_weights
 
 log = logging.getLogger("portal.serve")
 
@@ -119,9 +120,12 @@ def stop_jobs(server: Any, worker: Any) -> None:
 
 def warm_up(app: Any) -> None:
     """Load the embedding model before the worker takes requests, so nobody waits seconds for the
-    first recall, and the table of how common words are (portal.domain.commonness, about 2 s).
+    first recall, nor for the tables of how common words are (portal.domain.commonness) and the
+    language model (portal.domain.language): about 5 s in all.
     A failure here is logged and left to the per-request fallback."""
-    term_weight("warm")
+    term_weights("warm", ["warm"])  # English's table; French's too, with the language model:
+    term_weights("le thé", ["the"])
+    warm_language()
     embedder = app.extensions["memory_runtime"].service.embedder
     if embedder is None:
         return

@@ -12,47 +12,20 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import sqlalchemy as sa
 from alembic import op
 
-from portal.domain.text import search_text, words
+from portal.adapters.sql.terms_rewrite import rewrite_search_text
+from portal.domain.text import stem, words
 
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-BATCH = 1000
-
-
-def _rewrite(compute: Callable[[str], str]) -> None:
-    bind = op.get_bind()
-    memories = sa.table("memories", sa.column("id", sa.String), sa.column("text", sa.Text), sa.column("search_text", sa.Text))
-    after = ""
-    while True:
-        rows = bind.execute(
-            sa.select(memories.c.id, memories.c.text, memories.c.search_text)
-            .where(memories.c.search_text.is_not(None), memories.c.id > after)
-            .order_by(memories.c.id)
-            .limit(BATCH)
-        ).all()
-        if not rows:
-            return
-        changed = [{"key": r.id, "value": compute(r.text)} for r in rows]
-        changed = [c for c, r in zip(changed, rows, strict=True) if c["value"] != r.search_text]
-        if changed:
-            bind.execute(
-                memories.update().where(memories.c.id == sa.bindparam("key")).values(search_text=sa.bindparam("value")),
-                changed,
-            )
-        after = rows[-1].id
-
-
 def upgrade() -> None:
-    _rewrite(search_text)
+    # English stems, as this revision made them (0017 then stems French memories as French).
+    rewrite_search_text(op.get_bind(), lambda text: " ".join(stem(w) for w in words(text)))
 
 
 def downgrade() -> None:
-    _rewrite(lambda text: " ".join(words(text)))
+    rewrite_search_text(op.get_bind(), lambda text: " ".join(words(text)))

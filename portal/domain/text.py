@@ -3,9 +3,11 @@
 Folding lowers case and strips accents so "Café" and "cafe" meet; it is used for kinds, names,
 duplicate detection and lexical ranking alike, so all four agree on what "the same word" means.
 
-Ranking goes one step further: its *terms* are the folded words reduced to their English stem
-(Snowball's English stemmer, "Porter2", in C from PyStemmer), so "painted", "painting" and
-"paints" all meet "paint". Nothing here keeps a word after the call that stemmed it: no cache of
+Ranking goes one step further: its *terms* are the folded words reduced to their stem in the
+text's language (portal.domain.language: English, or French when the text is surely French;
+Snowball's stemmers, in C from PyStemmer), so "painted", "painting" and "paints" all meet
+"paint", and "courses", "course" meet "cours". A query is stemmed and stopped by its own
+language. Nothing here keeps a word after the call that stemmed it: no cache of
 stems (a process-wide cache would keep words a person erased for the life of the worker), and
 PyStemmer's own cache is switched off.
 Every store ranks on these same terms (the SQL stores keep them in `search_text`), so the word
@@ -25,6 +27,7 @@ import unicodedata
 import Stemmer
 
 from portal.domain.commonness import weight_of, zipf_table
+from portal.domain.language import ENGLISH, FRENCH, language_of
 
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.S)
 _STRAY_MARKERS = re.compile(r"\*\*|(?<![\w])__|__(?![\w])")
@@ -93,46 +96,67 @@ STOP_WORDS = frozenset(
     }
 )
 
+# French ones, folded as words are ("été" is "ete"), with the question words and the elided
+# pronouns' letters ("l'", "qu'"...), which the word pattern splits off.
+_FRENCH_STOPS = """a ai aie aient aies ait as au aura aurai auraient aurais aurait auras aurez auriez aurions
+    aurons auront aux avaient avais avait avec avez aviez avions avons ayant ayez ayons c ce ceci cela
+    ces cet cette d dans de des du elle elles en es est et etaient etais etait etant ete etee etees etes
+    etiez etions eu eue eues eurent eus eusse eussent eusses eussiez eussions eut eux fumes furent fus
+    fusse fussent fusses fussiez fussions fut il ils j je l la le les leur leurs lui m ma mais me meme
+    mes moi mon n ne nos notre nous on ont ou par pas pour qu que quel quelle quelles quels qui s sa
+    sans se sera serai seraient serais serait seras serez seriez serions serons seront ses si soi
+    soient sois soit sommes son sont soyez soyons suis sur t ta te tes toi ton tu un une vos votre
+    vous y quoi quand comment pourquoi combien"""
+STOP_WORDS_FR = frozenset(_FRENCH_STOPS.split())
+STEMMERS = {ENGLISH: "english", FRENCH: "french"}
 
-def stemmer() -> Stemmer.Stemmer:
-    """This thread's English stemmer (a stemmer keeps state while it works: one per thread),
-    with its word cache off."""
-    found: Stemmer.Stemmer | None = getattr(_STEMMERS, "english", None)
+
+def stemmer(language: str = ENGLISH) -> Stemmer.Stemmer:
+    """This thread's stemmer for `language` ("en", "fr"; a stemmer keeps state while it works:
+    one per thread and language), with its word cache off."""
+    found: Stemmer.Stemmer | None = getattr(_STEMMERS, language, None)
     if found is None:
-        found = _STEMMERS.english = Stemmer.Stemmer("english")
+        found = Stemmer.Stemmer(STEMMERS[language])
         found.maxCacheSize = 0
+        setattr(_STEMMERS, language, found)
     return found
 
 
-def stem(word: str) -> str:
-    """The English stem of one folded word ("painting" → "paint"); a word with digits or signs in it
-    ("2023", "c#", "mp3") is kept whole."""
+def stem(word: str, language: str = ENGLISH) -> str:
+    """The stem of one folded word in `language` ("painting" → "paint"); a word with digits or
+    signs in it ("2023", "c#", "mp3") is kept whole."""
     if not word.isalpha():
         return word
-    return str(stemmer().stemWord(word))
+    return str(stemmer(language).stemWord(word))
 
 
 def terms(text: str) -> list[str]:
-    """The ranking terms of a text, in order: its folded words, stemmed."""
-    return [stem(w) for w in words(text)]
+    """The ranking terms of a text, in order: its folded words, stemmed in its language."""
+    language = language_of(text)
+    return [stem(w, language) for w in words(text)]
 
 
 MAX_QUERY_TERMS = 32
 
 
 def query_terms(query: str) -> list[str]:
-    """The terms a query is ranked by, without repeats: its words less stop words, stemmed (all of
-    its words when it holds nothing but stop words); the first MAX_QUERY_TERMS of them, in every
-    store alike (a database's full-text query stays bounded)."""
+    """The terms a query is ranked by, without repeats: its words less its language's stop words,
+    stemmed in its language (all of its words when it holds nothing but stop words); the first
+    MAX_QUERY_TERMS of them, in every store alike (a database's full-text query stays bounded)."""
+    language = language_of(query)
+    stops = STOP_WORDS_FR if language == FRENCH else STOP_WORDS
     found = words(query)
-    kept = [w for w in found if w not in STOP_WORDS] or found
-    return list(dict.fromkeys(stem(w) for w in kept))[:MAX_QUERY_TERMS]
+    kept = [w for w in found if w not in stops] or found
+    return list(dict.fromkeys(stem(w, language) for w in kept))[:MAX_QUERY_TERMS]
 
 
-def term_weight(term: str) -> float:
-    """How much a query term's match counts, by how common it is in English (1 for a rare word,
-    down to 0.3 for the commonest: portal.domain.commonness); multiplies its BM25 idf."""
-    return weight_of(zipf_table("en", stem, fold).get(term))
+def term_weights(query: str, wanted: list[str]) -> list[float]:
+    """How much each of the query's terms counts, by how common it is in the query's language (1
+    for a rare word, down to 0.3 for the commonest: portal.domain.commonness); multiplies its
+    BM25 idf."""
+    language = language_of(query)
+    table = zipf_table(language, lambda w: stem(w, language), fold)
+    return [weight_of(table.get(term)) for term in wanted]
 
 
 def search_text(text: str) -> str:

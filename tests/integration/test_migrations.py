@@ -125,6 +125,50 @@ def test_postgres_0005_rewrites_search_text_as_terms(pg_blank_engine: Engine) ->
     check_0005_rewrites_search_text_as_terms(pg_blank_engine)
 
 
+def check_0017_stems_french_memories_as_french(engine: Engine) -> None:
+    """0017: a French memory's search text (English stems before it) is worked out again with
+    French stems and stops; an English one and an encrypted one are left as they are."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert, select
+
+    from portal.adapters.sql.store import SqlStore
+    from portal.adapters.sql.tables import memories
+    from portal.domain.text import search_text, stem, words
+    from portal.domain.types import Place
+    from portal.ports import Filters
+
+    upgrade(engine, "0016")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    base = {
+        "owner_id": "ada", "scope": "default", "revision": 1, "words_key": "k", "kind": "fact",
+        "importance": 3, "origin": "asserted", "sources": "[]", "channel": "foreground", "seen": True,
+        "pinned": False, "state": "active", "last_op": "create", "created_at": now, "updated_at": now,
+    }
+    french, english = "Elle habitait à Lyon et aime le thé", "Painted two sunsets in Zürich"
+    before = {t: " ".join(stem(w) for w in words(t)) for t in (french, english)}
+    with engine.begin() as conn:
+        conn.execute(insert(memories).values(id="m1", text=french, search_text=before[french], **base))
+        conn.execute(insert(memories).values(id="m2", text=english, search_text=before[english], **base))
+        conn.execute(insert(memories).values(id="m3", text="gAAAA-encrypted", search_text=None, **base))
+    upgrade(engine)
+    with engine.connect() as conn:
+        stored = dict(conn.execute(select(memories.c.id, memories.c.search_text)).all())
+    assert stored == {"m1": search_text(french), "m2": before[english], "m3": None}
+    assert stored["m1"] != before[french] and "habit" in stored["m1"].split()
+    with SqlStore(engine).read(Place("ada", "default")) as tx:
+        assert [i for i, _ in tx.search_words("Où habite-t-elle ?", 5, Filters())] == ["m1"]
+
+
+def test_sqlite_0017_stems_french_memories_as_french(sqlite_blank_engine: Engine) -> None:
+    check_0017_stems_french_memories_as_french(sqlite_blank_engine)
+
+
+@pytest.mark.postgres
+def test_postgres_0017_stems_french_memories_as_french(pg_blank_engine: Engine) -> None:
+    check_0017_stems_french_memories_as_french(pg_blank_engine)
+
+
 def check_0008_redacts_the_receipts_that_held_answers(engine: Engine) -> None:
     """0008: receipts completed before it held whole answers (memory text included): their answer
     goes and they replay as redacted; a pending one is left to finish."""

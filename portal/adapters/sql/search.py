@@ -23,7 +23,7 @@ from sqlalchemy import Float, LargeBinary, func, select, type_coerce
 
 from portal.adapters.sql.tables import VectorType, memories
 from portal.domain.recall.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
-from portal.domain.text import query_terms
+from portal.domain.text import query_terms, term_weights
 from portal.domain.types import Embedding
 from portal.ports import Filters
 
@@ -85,10 +85,11 @@ def words_ranking(tx: SqlTx, query: str, limit: int, filters: Filters) -> list[t
     wanted = query_terms(query)
     if not wanted or limit <= 0:
         return []
-    return place_terms_ranking(tx, wanted, [tx.here(), *tx.filtered(filters)], limit)
+    return place_terms_ranking(tx, wanted, [tx.here(), *tx.filtered(filters)], limit, term_weights(query, wanted))
 
 
-def place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: int) -> list[tuple[str, float]]:
+def place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: int,
+                        weights: list[float] | None = None) -> list[tuple[str, float]]:
     """One statement reads the place's terms through the (owner_id, scope, ...) index, at most a
     person's memories however large the database, and BM25 picks among them in process.
 
@@ -105,5 +106,5 @@ def place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: i
     wanted_set = set(wanted)
     candidates = [bag(doc_id, toks) for doc_id, toks in docs if not wanted_set.isdisjoint(toks)]
     average = sum(len(toks) for _, toks in docs) / len(docs)
-    ranked = bm25_rank(wanted, candidates, len(docs), average, limit)
+    ranked = bm25_rank(wanted, candidates, len(docs), average, limit, weights)
     return ranked or fragment_top(wanted, docs, limit)

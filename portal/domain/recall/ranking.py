@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from portal.domain.text import query_terms, term_weight, terms
+from portal.domain.text import query_terms, term_weights, terms
 
 RRF_K = 60
 BM25_K1 = 1.2
@@ -90,7 +90,8 @@ def bag(doc_id: str, doc_terms: Sequence[str]) -> Bag:
 
 
 def bm25_rank(
-    query: Sequence[str], docs: Sequence[Bag], count: int, average_length: float, limit: int
+    query: Sequence[str], docs: Sequence[Bag], count: int, average_length: float, limit: int,
+    weights: Sequence[float] | None = None,
 ) -> list[tuple[str, float]]:
     """BM25 (Okapi) of docs for the query terms: the `limit` best (id, score), best first, ties in
     the docs' order.
@@ -99,7 +100,8 @@ def bm25_rank(
     place), while `docs` needs only hold those sharing a term with the query: a term's document
     frequency is counted among them, which is exact when every doc holding a query term is there.
     That lets a database pick the candidates with its full-text index and every store score them
-    the same way, on the person's own memories only.
+    the same way, on the person's own memories only. `weights` (one a query term, 1 by default)
+    multiply the terms' idf: how common each is in the query's language (`term_weights`).
     """
     if not docs or not query or limit <= 0:
         return []
@@ -107,12 +109,13 @@ def bm25_rank(
     lengths = np.fromiter((length for _, _, length in docs), dtype=np.float64, count=len(docs))
     norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths / (average_length or 1.0))
     scores = np.zeros(len(docs), dtype=np.float64)
+    weight_of = dict(zip(query, weights or [1.0] * len(query), strict=True))
     for term in dict.fromkeys(query):
         tf = np.fromiter((counts.get(term, 0) for _, counts, _ in docs), dtype=np.float64, count=len(docs))
         df = int(np.count_nonzero(tf))
         if not df:
             continue
-        idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0) * term_weight(term)
+        idf = math.log((n - df + 0.5) / (df + 0.5) + 1.0) * weight_of[term]
         scores += idf * tf * (BM25_K1 + 1) / (tf + norm)
     order = np.argsort(-scores, kind="stable")
     return [(docs[i][0], float(scores[i])) for i in order[:limit] if scores[i] > 0]
@@ -129,7 +132,7 @@ def words_top(query: str, docs: Sequence[Bag], limit: int) -> list[tuple[str, fl
     # Only docs holding a query term can score, and in id order, as the SQL stores read their
     # candidates: equal scores then fall the same way everywhere.
     candidates = sorted((d for d in docs if any(t in d[1] for t in wanted)), key=lambda d: d[0])
-    ranked = bm25_rank(wanted, candidates, len(docs), average, limit)
+    ranked = bm25_rank(wanted, candidates, len(docs), average, limit, term_weights(query, wanted))
     return ranked or fragment_top(wanted, [(doc_id, list(counts)) for doc_id, counts, _ in docs], limit)
 
 
@@ -170,12 +173,12 @@ class WordIndex:
         if not wanted or not self._count or limit <= 0:
             return []
         scores: np.ndarray | None = None
-        for term in dict.fromkeys(wanted):
+        for term, weight in zip(wanted, term_weights(query, wanted), strict=True):
             found = self._postings.get(term)
             if found is None:
                 continue
             where, tf = found
-            idf = math.log((self._count - len(where) + 0.5) / (len(where) + 0.5) + 1.0) * term_weight(term)
+            idf = math.log((self._count - len(where) + 0.5) / (len(where) + 0.5) + 1.0) * weight
             if scores is None:
                 scores = np.zeros(self._count, dtype=np.float64)
             scores[where] += idf * tf * (BM25_K1 + 1) / (tf + self._norm[where])
