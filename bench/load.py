@@ -821,7 +821,7 @@ def slow_reading(result: dict[str, Any]) -> list[str]:
         f"- **Before** (`--threads {before}`, one request at a time per worker process): 4 synchronous "
         f"consolidations hold both workers for {s['model_delay']:g} s at a time, and recall starves: "
         f"{starved['count']} answers in {s['duration']:g} s against {idle['count']} idle, p95 "
-        f"{starved['p95_ms'] / 1000:.1f} s ({ratio(before, 'sync'):.0f}× idle), each recall waiting behind the "
+        f"{starved['p95_ms']:.0f} ms ({ratio(before, 'sync'):.2f}× idle), each recall waiting behind the "
         "consolidations queued ahead of it on its worker. Those percentiles understate the wait: a recall still "
         "waiting when the window closed is not counted. No request failed: they waited (the clients' timeout is "
         "60 s), and so did the consolidations (p50 "
