@@ -124,7 +124,7 @@ def warm_up(app: Any) -> None:
     language model (portal.domain.language): about 5 s in all.
     A failure here is logged and left to the per-request fallback."""
     term_weights("warm", ["warm"])  # English's table; French's too, with the language model:
-    term_weights("le thé", ["the"])
+    term_weights("Quel thé boit-elle le matin ?", ["the"])
     warm_language()
     embedder = app.extensions["memory_runtime"].service.embedder
     if embedder is None:

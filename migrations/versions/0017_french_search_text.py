@@ -15,8 +15,8 @@ from __future__ import annotations
 from alembic import op
 
 from portal.adapters.sql.terms_rewrite import rewrite_search_text
-from portal.domain.language import FRENCH, language_of
-from portal.domain.text import search_text, stem, words
+from portal.domain.language import FRENCH
+from portal.domain.text import search_text, stem, text_language, words
 
 revision = "0017"
 down_revision = "0016"
@@ -25,9 +25,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    rewrite_search_text(op.get_bind(), lambda text: search_text(text) if language_of(text) == FRENCH else None)
+    rewrite_search_text(op.get_bind(), lambda text: search_text(text) if text_language(text) == FRENCH else None)
 
 
 def downgrade() -> None:
     rewrite_search_text(op.get_bind(), lambda text: " ".join(stem(w) for w in words(text))
-                        if language_of(text) == FRENCH else None)
+                        if text_language(text) == FRENCH else None)

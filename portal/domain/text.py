@@ -130,10 +130,16 @@ def stem(word: str, language: str = ENGLISH) -> str:
     return str(stemmer(language).stemWord(word))
 
 
+def text_language(text: str) -> str:
+    """The language a text is ranked in ("en", "fr": portal.domain.language)."""
+    return language_of(text, words(text))
+
+
 def terms(text: str) -> list[str]:
     """The ranking terms of a text, in order: its folded words, stemmed in its language."""
-    language = language_of(text)
-    return [stem(w, language) for w in words(text)]
+    found = words(text)
+    language = language_of(text, found)
+    return [stem(w, language) for w in found]
 
 
 MAX_QUERY_TERMS = 32
@@ -143,9 +149,9 @@ def query_terms(query: str) -> list[str]:
     """The terms a query is ranked by, without repeats: its words less its language's stop words,
     stemmed in its language (all of its words when it holds nothing but stop words); the first
     MAX_QUERY_TERMS of them, in every store alike (a database's full-text query stays bounded)."""
-    language = language_of(query)
-    stops = STOP_WORDS_FR if language == FRENCH else STOP_WORDS
     found = words(query)
+    language = language_of(query, found)
+    stops = STOP_WORDS_FR if language == FRENCH else STOP_WORDS
     kept = [w for w in found if w not in stops] or found
     return list(dict.fromkeys(stem(w, language) for w in kept))[:MAX_QUERY_TERMS]
 
@@ -154,7 +160,7 @@ def term_weights(query: str, wanted: list[str]) -> list[float]:
     """How much each of the query's terms counts, by how common it is in the query's language (1
     for a rare word, down to 0.3 for the commonest: portal.domain.commonness); multiplies its
     BM25 idf."""
-    language = language_of(query)
+    language = text_language(query)
     table = zipf_table(language, lambda w: stem(w, language), fold)
     return [weight_of(table.get(term)) for term in wanted]
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from portal.adapters.embedders import LocalEmbedder
-from portal.domain.language import language_of
-from portal.domain.text import query_terms, terms
+from portal.domain.text import query_terms, terms, text_language
 from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
 
@@ -48,8 +47,11 @@ def embedder() -> LocalEmbedder:
 
 
 def test_french_texts_are_stemmed_and_stopped_as_french_and_english_ones_as_before() -> None:
-    assert [language_of(t) for t in ("Aime le thé vert", "Où habitait-elle ?", "Likes tea", "Paris", "")] == [
+    assert [text_language(t) for t in ("Aime le thé vert", "Où habitait-elle ?", "Likes tea", "Paris", "")] == [
         "fr", "fr", "en", "en", "en"]
+    # A French name or borrowed word does not make an English sentence French (nor "thé" alone)
+    assert [text_language(t) for t in ("Chloé lives in Montréal", "Elle magazine subscription",
+                                       "Prefers déjà vu movies", "thé")] == ["en", "en", "en", "en"]
     assert terms("Habite à Lyon") == ["habit", "a", "lyon"] and "habit" in query_terms("Où habitait-elle ?")
     assert query_terms("Quel thé boit-elle ?") == ["the", "boit"]  # "the" here is tea, not a stop word
     assert terms("Painting the shed") == ["paint", "the", "shed"]  # English, as before
