@@ -19,7 +19,18 @@ class StatusRecorder:
             self.seen.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), int(status.split()[0])))
             return start_response(status, headers, exc_info)
 
+        # A file the app sends (a static asset) is read whole and closed at once: werkzeug's test
+        # server leaves a file open when the browser drops the connection mid-answer, and the
+        # ResourceWarning then fails whichever test is running (seen on a phone-sized e2e test).
+        environ.setdefault("wsgi.file_wrapper", _read_whole)
         return self.wsgi(environ, recording)
+
+
+def _read_whole(file: Any, buffer_size: int = 8192) -> list[bytes]:
+    try:
+        return [file.read()]
+    finally:
+        file.close()
 
 
 @contextmanager
