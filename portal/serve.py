@@ -14,8 +14,7 @@ from gunicorn.workers.gthread import ThreadWorker
 from gunicorn.workers.sync import SyncWorker
 
 from portal.app import create_app
-from portal.domain.language import warm as warm_language
-from portal.domain.text import term_weights
+from portal.domain.text import warm_ranking
 
 log = logging.getLogger("portal.serve")
 
@@ -121,11 +120,9 @@ def stop_jobs(server: Any, worker: Any) -> None:
 def warm_up(app: Any) -> None:
     """Load the embedding model before the worker takes requests, so nobody waits seconds for the
     first recall, nor for the tables of how common words are (portal.domain.commonness) and the
-    language model (portal.domain.language): about 5 s in all.
+    language model (portal.domain.language): a few seconds in all.
     A failure here is logged and left to the per-request fallback."""
-    term_weights("warm", ["warm"])  # English's table; French's too, with the language model:
-    term_weights("Quel thé boit-elle le matin ?", ["the"])
-    warm_language()
+    warm_ranking()
     embedder = app.extensions["memory_runtime"].service.embedder
     if embedder is None:
         return

@@ -28,6 +28,7 @@ import Stemmer
 
 from portal.domain.commonness import weight_of, zipf_table
 from portal.domain.language import ENGLISH, FRENCH, language_of
+from portal.domain.language import warm as warm_language
 
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.S)
 _STRAY_MARKERS = re.compile(r"\*\*|(?<![\w])__|__(?![\w])")
@@ -145,24 +146,37 @@ def terms(text: str) -> list[str]:
 MAX_QUERY_TERMS = 32
 
 
-def query_terms(query: str) -> list[str]:
+def weighted_query_terms(query: str) -> tuple[list[str], list[float]]:
     """The terms a query is ranked by, without repeats: its words less its language's stop words,
     stemmed in its language (all of its words when it holds nothing but stop words); the first
-    MAX_QUERY_TERMS of them, in every store alike (a database's full-text query stays bounded)."""
+    MAX_QUERY_TERMS of them, in every store alike (a database's full-text query stays bounded).
+    With each, how much it counts by how common it is in that language (1 for a rare word, down
+    to 0.3 for the commonest: portal.domain.commonness), which multiplies its BM25 idf. The
+    query's language is decided once for both."""
     found = words(query)
     language = language_of(query, found)
     stops = STOP_WORDS_FR if language == FRENCH else STOP_WORDS
     kept = [w for w in found if w not in stops] or found
-    return list(dict.fromkeys(stem(w, language) for w in kept))[:MAX_QUERY_TERMS]
+    wanted = list(dict.fromkeys(stem(w, language) for w in kept))[:MAX_QUERY_TERMS]
+    table = _zipf(language)
+    return wanted, [weight_of(table.get(term)) for term in wanted]
 
 
-def term_weights(query: str, wanted: list[str]) -> list[float]:
-    """How much each of the query's terms counts, by how common it is in the query's language (1
-    for a rare word, down to 0.3 for the commonest: portal.domain.commonness); multiplies its
-    BM25 idf."""
-    language = text_language(query)
-    table = zipf_table(language, lambda w: stem(w, language), fold)
-    return [weight_of(table.get(term)) for term in wanted]
+def query_terms(query: str) -> list[str]:
+    """The terms a query is ranked by (`weighted_query_terms`, without the weights)."""
+    return weighted_query_terms(query)[0]
+
+
+def _zipf(language: str) -> dict[str, float]:
+    return zipf_table(language, lambda w: stem(w, language), fold)
+
+
+def warm_ranking() -> None:
+    """Make now what ranking words makes on first use: each language's table of how common its
+    words are, and the language model (a server does, before it takes requests)."""
+    for language in STEMMERS:
+        _zipf(language)
+    warm_language()
 
 
 def search_text(text: str) -> str:

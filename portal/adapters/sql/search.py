@@ -23,7 +23,7 @@ from sqlalchemy import Float, LargeBinary, func, select, type_coerce
 
 from portal.adapters.sql.tables import VectorType, memories
 from portal.domain.recall.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
-from portal.domain.text import query_terms, term_weights
+from portal.domain.text import weighted_query_terms
 from portal.domain.types import Embedding
 from portal.ports import Filters
 
@@ -82,10 +82,10 @@ def mean_vector(tx: SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray
 def words_ranking(tx: SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:
     """BM25 of the query's terms over the place's memories, or the fragment match when no term is
     found: the same ranking as the in-memory store's, on the stored terms (`search_text`)."""
-    wanted = query_terms(query)
+    wanted, weights = weighted_query_terms(query)
     if not wanted or limit <= 0:
         return []
-    return place_terms_ranking(tx, wanted, [tx.here(), *tx.filtered(filters)], limit, term_weights(query, wanted))
+    return place_terms_ranking(tx, wanted, [tx.here(), *tx.filtered(filters)], limit, weights)
 
 
 def place_terms_ranking(tx: SqlTx, wanted: list[str], where: list[Any], limit: int,

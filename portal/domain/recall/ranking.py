@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from portal.domain.text import query_terms, term_weights, terms
+from portal.domain.text import terms, weighted_query_terms
 
 RRF_K = 60
 BM25_K1 = 1.2
@@ -101,7 +101,7 @@ def bm25_rank(
     frequency is counted among them, which is exact when every doc holding a query term is there.
     That lets a database pick the candidates with its full-text index and every store score them
     the same way, on the person's own memories only. `weights` (one a query term, 1 by default)
-    multiply the terms' idf: how common each is in the query's language (`term_weights`).
+    multiply the terms' idf: how common each is in the query's language (`weighted_query_terms`).
     """
     if not docs or not query or limit <= 0:
         return []
@@ -125,14 +125,14 @@ def words_top(query: str, docs: Sequence[Bag], limit: int) -> list[tuple[str, fl
     """The word ranking over a whole set of docs: BM25 of the query's terms, or when none is found
     a fragment match (a query word of three letters or more inside a document word), so "pyth"
     still finds "Python"."""
-    wanted = query_terms(query)
+    wanted, weights = weighted_query_terms(query)
     if not wanted or not docs or limit <= 0:
         return []
     average = sum(length for _, _, length in docs) / len(docs)
     # Only docs holding a query term can score, and in id order, as the SQL stores read their
     # candidates: equal scores then fall the same way everywhere.
     candidates = sorted((d for d in docs if any(t in d[1] for t in wanted)), key=lambda d: d[0])
-    ranked = bm25_rank(wanted, candidates, len(docs), average, limit, term_weights(query, wanted))
+    ranked = bm25_rank(wanted, candidates, len(docs), average, limit, weights)
     return ranked or fragment_top(wanted, [(doc_id, list(counts)) for doc_id, counts, _ in docs], limit)
 
 
@@ -169,11 +169,11 @@ class WordIndex:
         self._starts: np.ndarray | None = None
 
     def top(self, query: str, limit: int) -> list[tuple[str, float]]:
-        wanted = query_terms(query)
+        wanted, weights = weighted_query_terms(query)
         if not wanted or not self._count or limit <= 0:
             return []
         scores: np.ndarray | None = None
-        for term, weight in zip(wanted, term_weights(query, wanted), strict=True):
+        for term, weight in zip(wanted, weights, strict=True):
             found = self._postings.get(term)
             if found is None:
                 continue
