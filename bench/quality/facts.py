@@ -35,7 +35,9 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.quality.dates import add_date_arguments, asked_at, date_options, groups, names_a_period, session_dates  # noqa: E402
 from bench.quality.locomo import CATEGORIES, DEFAULT_DATA, environment, evidence_ids, open_store  # noqa: E402
 from portal.adapters.embedders import LocalEmbedder  # noqa: E402
 from portal.domain.options import Options  # noqa: E402
@@ -64,6 +67,7 @@ class Question:
     text: str
     category: int
     evidence: list[str]  # evidence turns that have at least one fact
+    dated: bool = False  # it names a period (bench.quality.dates)
 
 
 @dataclass
@@ -72,18 +76,24 @@ class Conversation:
     facts: list[tuple[str, list[str]]]  # (text, the turns it came from), in the data's order
     questions: list[Question]
     without_facts: int = 0  # questions of categories 1-4 none of whose evidence turns has a fact
+    said: dict[str, int] = field(default_factory=dict)  # a fact's text → its session's date (seconds since 1970)
+    asked: datetime = datetime(2024, 1, 1, tzinfo=UTC)  # when questions are asked (the day after the last session)
 
 
 def load(path: Path, limit: int | None) -> list[Conversation]:
     out = []
     for sample in json.loads(path.read_text(encoding="utf-8"))[:limit]:
         facts: list[tuple[str, list[str]]] = []
+        said: dict[str, int] = {}
+        dates = session_dates(sample["conversation"])
         sessions = sample["observation"]
         for key in sorted(sessions, key=lambda k: int(re.findall(r"\d+", k)[0])):
             for _speaker, items in sessions[key].items():
                 for text, turns in items:
                     ids = evidence_ids(turns if isinstance(turns, list) else [turns])
                     facts.append((str(text).strip(), ids))
+                    said.setdefault(str(text).strip(), int(dates[int(re.findall(r"\d+", key)[0])].timestamp()))
+        asked = asked_at(dates)
         with_fact = {t for _, ids in facts for t in ids}
         questions, without = [], 0
         for qa in sample["qa"]:
@@ -93,8 +103,9 @@ def load(path: Path, limit: int | None) -> list[Conversation]:
             if not ids:
                 without += 1
                 continue
-            questions.append(Question(str(qa["question"]), int(qa["category"]), ids))
-        out.append(Conversation(sample["sample_id"], facts, questions, without))
+            text = str(qa["question"])
+            questions.append(Question(text, int(qa["category"]), ids, names_a_period(text, asked)))
+        out.append(Conversation(sample["sample_id"], facts, questions, without, said, asked))
     return out
 
 
@@ -118,9 +129,16 @@ class CachedEmbedder:
         return np.stack([self._seen[(purpose, t)] for t in texts]), self.model_id
 
 
-def keep(service: MemoryService, place: Place, facts: Sequence[tuple[str, list[str]]]) -> dict[str, set[str]]:
-    """The facts remembered in `place`: memory id → the turns it stands for."""
-    results = service.remember_many(place, [t for t, _ in facts], kind="fact", on_duplicate="reinforce")
+def keep(service: MemoryService, place: Place, facts: Sequence[tuple[str, list[str]]],
+         said: dict[str, int] | None = None) -> dict[str, set[str]]:
+    """The facts remembered in `place`: memory id → the turns it stands for. With `said`, each
+    carries its session's date (one call per run of facts of the same date)."""
+    batches = [(None, list(facts))] if said is None else [
+        (day, list(batch)) for day, batch in groupby(facts, key=lambda f: said[f[0]])]
+    results: list[Any] = []
+    for day, batch in batches:
+        results += service.remember_many(place, [t for t, _ in batch], kind="fact", on_duplicate="reinforce",
+                                         attributes=None if day is None else {"timestamp": day})
     turns_of: dict[str, set[str]] = {}
     for result, (_, ids) in zip(results, facts, strict=True):
         if not isinstance(result, Saved):
@@ -148,11 +166,9 @@ def score_full(found: Sequence[str], turns_of: dict[str, set[str]], evidence: Se
     return r5, mrr
 
 
-def summarise(rows: list[tuple[int, tuple[float, ...]]], names: Sequence[str]) -> dict[str, dict[str, float]]:
+def summarise(rows: list[tuple[int, bool, tuple[float, ...]]], names: Sequence[str]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    groups = {str(c): [s for cat, s in rows if cat == c] for c in CATEGORIES}
-    groups["all"] = [s for _, s in rows]
-    for group, scores in groups.items():
+    for group, scores in groups(rows, CATEGORIES).items():
         if scores:
             means = np.mean(np.array(scores), axis=0)
             out[group] = {name: float(v) for name, v in zip(names, means, strict=True)} | {"questions": len(scores)}
@@ -160,24 +176,29 @@ def summarise(rows: list[tuple[int, tuple[float, ...]]], names: Sequence[str]) -
 
 
 def run(store_kind: str, conversations: list[Conversation], options: Options,
-        modes: Sequence[str] = MODES) -> dict[str, Any]:
+        modes: Sequence[str] = MODES, dated: bool = False) -> dict[str, Any]:
+    """With `dated`, each fact carries its session's date and questions are asked the day after
+    the last session (bench.quality.dates)."""
     embedder = CachedEmbedder(LocalEmbedder())
-    full: dict[str, list[tuple[int, tuple[float, ...]]]] = {m: [] for m in MODES}
-    small: dict[int, dict[str, list[tuple[int, tuple[float, ...]]]]] = {n: {m: [] for m in MODES} for n in SMALL_SIZES}
+    full: dict[str, list[tuple[int, bool, tuple[float, ...]]]] = {m: [] for m in MODES}
+    small: dict[int, dict[str, list[tuple[int, bool, tuple[float, ...]]]]] = {
+        n: {m: [] for m in MODES} for n in SMALL_SIZES}
     started = time.perf_counter()
     with open_store(store_kind) as (store, label):
-        services = {
-            "fused": MemoryService(store, embedder, options=options),
-            "words": MemoryService(store, None, options=options),
-            "meaning": MemoryService(store, embedder, options=replace(options, lexical_weight=0.0)),
-        }
         for conv in conversations:
+            clock = {"clock": lambda c=conv: c.asked} if dated else {}
+            services = {
+                "fused": MemoryService(store, embedder, options=options, **clock),
+                "words": MemoryService(store, None, options=options, **clock),
+                "meaning": MemoryService(store, embedder, options=replace(options, lexical_weight=0.0), **clock),
+            }
+            said = conv.said if dated else None
             place = Place(conv.sample_id, SCOPE)
-            turns_of = keep(services["fused"], place, conv.facts)
+            turns_of = keep(services["fused"], place, conv.facts, said)
             for q in conv.questions:
                 found = rankings(services, store, embedder, place, q.text, 10, modes)
                 for mode in modes:
-                    full[mode].append((q.category, score_full(found[mode], turns_of, q.evidence)))
+                    full[mode].append((q.category, q.dated, score_full(found[mode], turns_of, q.evidence)))
             rng = random.Random(f"{SEED}:{conv.sample_id}")
             sampled = rng.sample(conv.questions, min(SMALL_QUESTIONS, len(conv.questions)))
             for n, q in ((n, q) for q in sampled for n in SMALL_SIZES):
@@ -189,11 +210,11 @@ def run(store_kind: str, conversations: list[Conversation], options: Options,
                 facts = relevant + drawn
                 rng.shuffle(facts)
                 small_place = Place(f"{conv.sample_id}-{n}-{abs(hash((q.text, n))) % 10**9}", SCOPE)
-                small_turns = keep(services["fused"], small_place, facts)
+                small_turns = keep(services["fused"], small_place, facts, said)
                 found = rankings(services, store, embedder, small_place, q.text, 1, modes)
                 for mode in modes:
                     hit = bool(found[mode]) and bool(small_turns[found[mode][0]] & wanted)
-                    small[n][mode].append((q.category, (float(hit),)))
+                    small[n][mode].append((q.category, q.dated, (float(hit),)))
     return {
         "store": store_kind,
         "store_label": label,
@@ -210,11 +231,11 @@ def run(store_kind: str, conversations: list[Conversation], options: Options,
 def table(report: dict[str, Any]) -> str:
     lines = [f"{report['store_label']}: facts (full place: recall@5, MRR; small places: hit@1)"]
     modes = list(report["full"])
-    for cat in [*(str(c) for c in CATEGORIES), "all"]:
+    for cat in [*(str(c) for c in CATEGORIES), "dated", "all"]:
         first = report["full"][modes[0]].get(cat)
         if first is None:
             continue
-        name = ("all" if cat == "all" else f"{cat} {CATEGORIES[int(cat)]}") + f" ({first['questions']} questions)"
+        name = (cat if cat in ("all", "dated") else f"{cat} {CATEGORIES[int(cat)]}") + f" ({first['questions']} questions)"
         lines.append(name)
         for mode in modes:
             f = report["full"][mode][cat]
@@ -230,10 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations (default: all)")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--data", type=Path, default=Path(os.environ.get("LOCOMO_PATH", DEFAULT_DATA)))
+    add_date_arguments(parser)
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"no LoCoMo data at {args.data} (see ../shared/bench/README-data.md)")
-    report = run(args.store, load(args.data, args.limit), Options())
+    report = run(args.store, load(args.data, args.limit), Options(**date_options(args)), dated=args.dated)
     report["environment"] = environment(args.data)
     report["command"] = " ".join(["python -m bench.quality.facts", *(argv if argv is not None else sys.argv[1:])])
     print(table(report))

@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `python bench/quality/locomo.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
+from bench.quality.dates import add_date_arguments, asked_at, date_options, groups, names_a_period, session_dates  # noqa: E402
 from portal.adapters.embedders import LocalEmbedder  # noqa: E402
 from portal.adapters.memory.store import InMemoryStore  # noqa: E402
 from portal.domain.options import Options  # noqa: E402
@@ -75,6 +77,7 @@ class Question:
     text: str
     category: int
     evidence: list[str]
+    dated: bool = False  # it names a period (bench.quality.dates)
 
 
 @dataclass
@@ -84,6 +87,8 @@ class Conversation:
     questions: list[Question]
     unresolved: list[str] = field(default_factory=list)
     unanswerable: int = 0  # questions of categories 1-4 left with no evidence turn
+    said: list[int] = field(default_factory=list)  # per turn: its session's date, seconds since 1970
+    asked: datetime = datetime(2024, 1, 1, tzinfo=UTC)  # when questions are asked (the day after the last session)
 
 
 def turn_text(turn: dict[str, Any]) -> str:
@@ -103,10 +108,14 @@ def load(path: Path, limit: int | None) -> list[Conversation]:
     for sample in samples[:limit]:
         conv = sample["conversation"]
         turns: list[tuple[str, str]] = []
+        said: list[int] = []
+        dates = session_dates(conv)
         n = 1
         while f"session_{n}" in conv:
             turns += [(t["dia_id"], turn_text(t)) for t in conv[f"session_{n}"]]
+            said += [int(dates[n].timestamp())] * len(conv[f"session_{n}"])
             n += 1
+        asked = asked_at(dates)
         known = {dia_id for dia_id, _ in turns}
         questions: list[Question] = []
         unresolved: list[str] = []
@@ -120,8 +129,9 @@ def load(path: Path, limit: int | None) -> list[Conversation]:
             if not ids:
                 unanswerable += 1
                 continue
-            questions.append(Question(str(qa["question"]), int(qa["category"]), ids))
-        out.append(Conversation(sample["sample_id"], turns, questions, unresolved, unanswerable))
+            text = str(qa["question"])
+            questions.append(Question(text, int(qa["category"]), ids, names_a_period(text, asked)))
+        out.append(Conversation(sample["sample_id"], turns, questions, unresolved, unanswerable, said, asked))
     return out
 
 
@@ -220,11 +230,9 @@ def score(found: Sequence[str], evidence: Sequence[str]) -> tuple[float, float, 
     return r5, r10, mrr
 
 
-def summarise(rows: list[tuple[int, tuple[float, float, float]]]) -> dict[str, dict[str, float]]:
+def summarise(rows: list[tuple[int, bool, tuple[float, float, float]]]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    groups = {str(c): [s for cat, s in rows if cat == c] for c in CATEGORIES}
-    groups["all"] = [s for _, s in rows]
-    for name, scores in groups.items():
+    for name, scores in groups(rows, CATEGORIES).items():
         if scores:
             r5, r10, mrr = (float(v) for v in np.mean(np.array(scores), axis=0))
             out[name] = {"recall@5": r5, "recall@10": r10, "mrr": mrr, "questions": len(scores)}
@@ -235,11 +243,13 @@ def summarise(rows: list[tuple[int, tuple[float, float, float]]]) -> dict[str, d
 
 
 def run(
-    store_kind: str, conversations: list[Conversation], options: Options, sweep: bool
+    store_kind: str, conversations: list[Conversation], options: Options, sweep: bool, dated: bool = False
 ) -> dict[str, Any]:
+    """With `dated`, each turn carries its session's date and questions are asked the day after
+    the last session (bench.quality.dates)."""
     embedder = OnceEmbedder(LocalEmbedder())
-    rows: dict[str, list[tuple[int, tuple[float, float, float]]]] = {m: [] for m in MODES}
-    swept: dict[str, list[tuple[int, tuple[float, float, float]]]] = {}
+    rows: dict[str, list[tuple[int, bool, tuple[float, float, float]]]] = {m: [] for m in MODES}
+    swept: dict[str, list[tuple[int, bool, tuple[float, float, float]]]] = {}
     timings = {"remember_s": 0.0, "recall_s": {m: 0.0 for m in MODES}}
     repeats = 0
     with open_store(store_kind) as (store, label):
@@ -247,12 +257,16 @@ def run(
         words_only = MemoryService(store, None, options=options)
         meaning = MemoryService(store, embedder, options=replace(options, lexical_weight=0.0))
         for conv in conversations:
+            if dated:
+                fused, words_only, meaning = (MemoryService(store, e, options=o, clock=lambda c=conv: c.asked)
+                                              for e, o in ((embedder, options), (None, options),
+                                                           (embedder, replace(options, lexical_weight=0.0))))
             place = Place(conv.sample_id, SCOPE)
             texts = [text for _, text in conv.turns]
             keys = [words_key(t) for t in texts]
             repeats += len(keys) - len(set(keys))
             started = time.perf_counter()
-            results = fused.remember_many(place, texts, on_duplicate="keep")
+            results = remember_turns(fused, place, texts, conv.said if dated else None)
             timings["remember_s"] += time.perf_counter() - started
             if not all(isinstance(r, Saved) for r in results):
                 refused = [r for r in results if not isinstance(r, Saved)]
@@ -282,12 +296,14 @@ def run(
                 spent = {"words": t1 - t0, "cosine": t2 - t1, "meaning": t3 - t2, "fused": t4 - t3}
                 for mode in MODES:
                     timings["recall_s"][mode] += spent[mode]
-                    rows[mode].append((q.category, score(found[mode], q.evidence)))
+                    rows[mode].append((q.category, q.dated, score(found[mode], q.evidence)))
                 if sweep:
                     for name, swept_options in sweep_options(options):
-                        service = MemoryService(store, embedder, options=swept_options)
+                        service = MemoryService(store, embedder, options=swept_options,
+                                                **({"clock": lambda c=conv: c.asked} if dated else {}))
                         hits = service.recall(place, q.text, limit=LIMIT, mark=False)
-                        swept.setdefault(name, []).append((q.category, score([dia_of[h.memory.id] for h in hits], q.evidence)))
+                        swept.setdefault(name, []).append(
+                            (q.category, q.dated, score([dia_of[h.memory.id] for h in hits], q.evidence)))
     return {
         "store": store_kind,
         "store_label": label,
@@ -302,6 +318,17 @@ def run(
         "embedder_calls": embedder.calls,
         "timings": timings,
     }
+
+
+def remember_turns(service: MemoryService, place: Place, texts: list[str], said: list[int] | None) -> list[Any]:
+    """The turns remembered in order (each its own memory); with `said`, a batch per session date."""
+    if said is None:
+        return service.remember_many(place, texts, on_duplicate="keep")
+    results: list[Any] = []
+    for day, batch in groupby(zip(said, texts, strict=True), key=lambda pair: pair[0]):
+        results += service.remember_many(place, [t for _, t in batch], on_duplicate="keep",
+                                         attributes={"timestamp": day})
+    return results
 
 
 def store_count(service: MemoryService, place: Place) -> int:
@@ -371,10 +398,10 @@ def table(report: dict[str, Any]) -> str:
     header = f"{'category':<24}" + "".join(f"{m:>20}" for m in MODES)
     lines.append(header)
     first = report["results"]["fused"]
-    for cat in [*(str(c) for c in CATEGORIES), "all"]:
+    for cat in [*(str(c) for c in CATEGORIES), "dated", "all"]:
         if cat not in first:
             continue
-        name = "all" if cat == "all" else f"{cat} {CATEGORIES[int(cat)]}"
+        name = cat if cat in ("all", "dated") else f"{cat} {CATEGORIES[int(cat)]}"
         cells = []
         for mode in MODES:
             r = report["results"][mode][cat]
@@ -429,18 +456,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vector-weight", type=float, default=None)
     parser.add_argument("--lexical-weight", type=float, default=None)
     parser.add_argument("--sweep", action="store_true", help="also recall with other fusions and weights")
+    add_date_arguments(parser)
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"no LoCoMo data at {args.data} (see ../shared/bench/README-data.md)")
     given = {k: v for k, v in (("fusion", args.fusion), ("vector_weight", args.vector_weight),
                                 ("lexical_weight", args.lexical_weight)) if v is not None}
-    options = Options(**given)
+    options = Options(**given, **date_options(args))
     conversations = load(args.data, args.limit)
     started = time.perf_counter()
-    report = run(args.store, conversations, options, args.sweep)
+    report = run(args.store, conversations, options, args.sweep, args.dated)
     report["seconds"] = time.perf_counter() - started
     report["options"] = {"fusion": options.fusion, "vector_weight": options.vector_weight,
-                         "lexical_weight": options.lexical_weight}
+                         "lexical_weight": options.lexical_weight, "dated": args.dated,
+                         "date_weight": options.date_weight, "date_grace_days": options.date_grace.days}
     report["environment"] = environment(args.data)
     report["command"] = " ".join(["python -m bench.quality.locomo", *(argv if argv is not None else sys.argv[1:])])
     print(table(report))

@@ -22,7 +22,7 @@ The suite is a package of topic modules: `base` (the options, builders and check
 (equal scores fall by id, through recall too), `writing`
 (saves, revisions, tombstones), `receipts` (settings, refs, receipts), `retention` (purging and
 pruning), `apps` (connected apps: controls, uses, and `AppStore`'s checks), `jobs` (background
-consolidations) and `decisions` (expiry, "don't use this", conversations' uses). Each holds one
+consolidations), `decisions` (expiry, "don't use this", conversations' uses) and `dates` (a period a query names). Each holds one
 mixin; `StoreContract` composes them. The mixins' names do not start with
 `Test`, so pytest collects their tests only through a `Test*` subclass of `StoreContract`.
 
@@ -41,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - only without the test extras
     raise ImportError("portal.contract is a pytest suite: install pytest to use it") from exc
 
 from portal.contract.apps import AppsContract
+from portal.contract.dates import DatesContract
 from portal.contract.decisions import DecisionsContract
 from portal.contract.jobs import JobsContract
 from portal.contract.listing import ListingContract
@@ -58,6 +59,6 @@ __all__ = ["RecordsContract", "StoreContract"]
 
 class StoreContract(
     PlacesContract, ListingContract, SearchingContract, RankingContract, WritingContract, ReceiptsContract,
-    RetentionContract, AppsContract, JobsContract, DecisionsContract, UsesContract,
+    RetentionContract, AppsContract, JobsContract, DecisionsContract, UsesContract, DatesContract,
 ):
     """Subclass with a `store` fixture; every `test_*` here then runs against that store."""

@@ -111,6 +111,14 @@ class Options:
     # slow, recall keeps its own order.
     reranker: Reranker | None = None
     rerank_candidates: int = 20
+    # A query naming a period ("in May", "last year", "en 2023": portal.domain.periods) favours,
+    # among its first `date_candidates`, the memories said in it (their `timestamp`, else when they
+    # were kept) or whose words name a time in it: each moves `date_weight` of the way up to the
+    # best score recall gives; the others keep theirs. A memory said up to `date_grace` after the
+    # period counts too. 0 turns it off. Tuned on the LoCoMo dev set: docs/benchmarks.md.
+    date_weight: float = 0.5
+    date_candidates: int = 50
+    date_grace: timedelta = timedelta(0)
 
     def __post_init__(self) -> None:
         if self.on_duplicate not in ("replace", "reinforce", "keep"):
@@ -137,6 +145,9 @@ class Options:
             raise ValueError("undo_window is more than nothing and at most 15 minutes")
         if not 0 <= self.uses_every <= 60:
             raise ValueError("uses_every is between 0 and 60 seconds")
+        if not 0.0 <= self.date_weight <= 1.0 or not isinstance(self.date_candidates, int) or not (
+                1 <= self.date_candidates <= 1000) or not timedelta(0) <= self.date_grace <= timedelta(days=366):
+            raise ValueError("date_weight is in [0, 1], date_candidates in [1, 1000], date_grace at most a year")
         if self.summary_retention <= timedelta(0):
             raise ValueError("summary_retention must be positive")
 

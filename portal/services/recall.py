@@ -18,8 +18,10 @@ from portal.domain.apps import READ, RECALLED
 from portal.domain.attributes import matches
 from portal.domain.errors import InvalidArgument, NotFound
 from portal.domain.listing import active, decode_cursor, encode_cursor, ids_of, moment
+from portal.domain.periods import named_period
 from portal.domain.portrait import FORMATS, render
 from portal.domain.queries import Filters
+from portal.domain.recall.dated import favour_period
 from portal.domain.recall.meaning import Meaning
 from portal.domain.recall.ranking import fuse, fuse_scores
 from portal.domain.types import Hit, Memory, Page, Place, Portrait, Revision, as_place
@@ -165,7 +167,12 @@ class Recall:
         threshold = options.min_similarity if min_similarity is None else min_similarity
         if relevant_only:
             threshold = options.relevance_floor if threshold is None else max(threshold, options.relevance_floor)
+        # A query naming a period ranks more candidates: those said in it move up among them
+        # (portal.domain.recall.dated). Its words stay in the query: they are evidence too.
+        period = named_period(query, ctx.clock()) if options.date_weight else None
         query_vector = ctx.embed(place, query, "query")
+        wanted = max(limit, options.date_candidates if period else 0,
+                     options.rerank_candidates if options.reranker is not None else 0)
         by_id: dict[str, Memory] = {}
         # No snapshot needed: each ranking comes from one read (the recall cache, or one statement),
         # and a memory forgotten or archived by the time the hits are read simply drops out.
@@ -174,17 +181,15 @@ class Recall:
             if query_vector is None:
                 # Ties are broken by the most recently useful, then by id: only memories scoring at
                 # least the limit-th score can be among the hits, so only those are read.
-                if len(lexical) > limit:
-                    lexical = [(i, s) for i, s in lexical if s >= lexical[limit - 1][1]]
+                if len(lexical) > wanted:
+                    lexical = [(i, s) for i, s in lexical if s >= lexical[wanted - 1][1]]
                 by_id = active(tx.get_many([i for i, _ in lexical]))
                 ordered = sorted(((i, s) for i, s in lexical if i in by_id),
                                  key=lambda pair: (-pair[1], -by_id[pair[0]].last_useful_at.timestamp(), pair[0]))
-                ranked = [(i, s, "lexical") for i, s in ordered[:limit]]
+                ranked = [(i, s, "lexical") for i, s in ordered[:wanted]]
             else:
                 meaning = Meaning(tx, query_vector, filters, options.meaning_centering)
                 semantic = meaning.ranking(meaning.query, depth, threshold)
-                # With a reranker, more candidates than the hits asked for: it may reorder them.
-                wanted = max(limit, options.rerank_candidates) if options.reranker is not None else limit
                 fused = self._fuse(semantic, lexical, wanted)
                 if options.feedback_memories and options.feedback_weight and fused:
                     # Pseudo-relevance feedback (Rocchio): move the query's vector toward the
@@ -196,8 +201,17 @@ class Recall:
                         fused = self._fuse(semantic, lexical, wanted)
                 ranked = [(i, score, "hybrid" if len(how) == 2 else next(iter(how))) for i, score, how in fused]
                 by_id = active(tx.get_many([i for i, _, _ in ranked]))
+        ranked = [r for r in ranked if r[0] in by_id]
+        if period is not None:  # fused scores reach 1 at best (relative fusion); BM25 and ranks have no ceiling
+            bounded = query_vector is not None and options.fusion == "relative"
+            ranked = favour_period(ranked, by_id, period, options.date_weight, options.date_grace,
+                                   1.0 if bounded else None)
         if query_vector is not None:  # the rerank server is asked with no connection held
-            ranked = self._reranked(place, query, [r for r in ranked if r[0] in by_id], by_id, limit)
+            ranked, head = self._reranked(place, query, ranked, by_id)
+            if period is not None and head:  # its relevances, on their own scale, ahead of the rest
+                ranked = favour_period(ranked[:head], by_id, period, options.date_weight, options.date_grace,
+                                       1.0) + ranked[head:]
+        ranked = ranked[:limit]
         hits = [(by_id[i], score, how) for i, score, how in ranked if i in by_id]
         if mark and hits:
             # A read stays a read: the hits' use (their time, the app's count, its conversation) is
@@ -208,15 +222,16 @@ class Recall:
         return [Hit(m, score, how) for m, score, how in hits]
 
     def _reranked(self, place: Place, query: str, ranked: builtins.list[tuple[str, float, str]],
-                  by_id: Mapping[str, Memory], limit: int) -> builtins.list[tuple[str, float, str]]:
-        """The first `limit` of `ranked`, its first `rerank_candidates` in the reranker's order with
-        its relevance (clamped to [0, 1]) as their score, the rest after them as they were;
+                  by_id: Mapping[str, Memory]) -> tuple[builtins.list[tuple[str, float, str]], int]:
+        """`ranked`, its first `rerank_candidates` in the reranker's order with its relevance
+        (clamped to [0, 1]) as their score, the rest after them as they were, and how many it
+        ordered (0: none);
         `ranked` as it is without a reranker, or when it fails, is slow or answers something else
         than a finite score per text (logged by error type: no words)."""
         options = self.ctx.options
         asked = ranked[:options.rerank_candidates]
         if options.reranker is None or len(asked) < 2:
-            return ranked[:limit]
+            return ranked, 0
         mask = self.ctx.mask
         try:
             scores = options.reranker.rerank(mask(query, place), [mask(by_id[i].text, place) for i, _, _ in asked])
@@ -224,10 +239,10 @@ class Recall:
                 raise ValueError("not a finite score per text")
         except Exception as exc:  # the reranker is a second opinion: recall answers without it
             log.warning("reranker.failed place=%s error=%s", pid(place), type(exc).__name__)
-            return ranked[:limit]
+            return ranked, 0
         order = sorted(range(len(asked)), key=lambda k: (-float(scores[k]), k))
         reordered = [(asked[k][0], min(1.0, max(0.0, float(scores[k]))), asked[k][2]) for k in order]
-        return (reordered + ranked[len(asked):])[:limit]
+        return reordered + ranked[len(asked):], len(asked)
 
     def _fuse(
         self, semantic: builtins.list[tuple[str, float]], lexical: builtins.list[tuple[str, float]], limit: int
