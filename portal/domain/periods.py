@@ -152,13 +152,13 @@ _FR_LAST = r"(?P<rel>derniere?|passee?|precedente?|d'avant)"
 _RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), name) for p, name in [
     (r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b", "date"),
     # a day: with its year, or after "on", "le"... or with an ordinal ("2 Mars bars", "march 5 miles" are none)
-    (rf"\b(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{_M})\.?,?\s+(?P<y>\d{{4}})\b", "date"),
-    (rf"\b(?P<m>{_M})\.?\s+(?P<d>\d{{1,2}}){_ORD},?\s+(?P<y>\d{{4}})\b", "date"),
+    (rf"\b(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{_M})\.?(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", "date"),
+    (rf"\b(?P<m>{_M})\.?\s+(?P<d>\d{{1,2}}){_ORD}(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", "date"),
     (rf"(?:\b{_ON}\s+|\b(?=\d{{1,2}}(?:st|nd|rd|th|er)\b))(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{_M})\b",
      "date"),
     (rf"\b{_ON}\s+(?P<m>{_M})\.?\s+(?P<d>\d{{1,2}}){_ORD}\b(?!:)|\b(?P<m2>{_M})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)\b",
      "date"),
-    (rf"\b(?P<m>{_M})\.?,?\s+(?:of\s+|de\s+)?(?P<y>\d{{4}})\b", "month"),
+    (rf"\b(?P<m>{_M})\.?(?:\s*,\s*|\s+)(?:of\s+|de\s+)?(?P<y>\d{{4}})\b", "month"),
     (rf"\b(?P<s>{_S})\s+(?:of\s+|de\s+|d')?(?P<y>\d{{4}})\b", "season"),
     (r"\b(?:the\s+)?day\s+before\s+yesterday\b|\bavant-hier\b", "day2"),
     (r"\b(?:yesterday|last\s+night|hier)\b", "day1"),
@@ -195,7 +195,10 @@ _UNIT_FR = {"la semaine": "week", "le week-end": "weekend", "le weekend": "weeke
 _SPACES = re.compile(r"\s+")
 _BEFORE = re.compile(r"\b(?:before|until|till|avant|jusqu'(?:a|au|en))\s+(?:the\s+|le\s+)?$")
 _AFTER = re.compile(r"\b(?P<w>after|since|apres|depuis)\s+(?:the\s+|le\s+)?$")
-_SHIFT = re.compile(r"\b(?:the\s+|la\s+|le\s+)?(?P<u>day|week|month|semaine|jour|mois)\s+"
+_WEEKDAYS = {d: n % 7 for n, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                              "sunday", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi",
+                                              "dimanche"])}
+_SHIFT = re.compile(rf"\b(?:the\s+|la\s+|le\s+)?(?P<u>day|week|month|semaine|jour|mois|{_alt(_WEEKDAYS)})\s+"
                     r"(?P<dir>before|after|avant|apres|precedant|suivant)\s+(?:the\s+|le\s+)?$")
 
 
@@ -271,6 +274,12 @@ def _modified(period: Period, before: str, name: str, now: datetime) -> tuple[Pe
     if name in ("rolling", "recent"):
         return period, len(before)
     shift = _SHIFT.search(before)
+    if shift is not None and shift["u"] in _WEEKDAYS:  # "the Sunday before 25 October": that day
+        back = shift["dir"] in ("before", "avant", "precedant")
+        edge = period.start - timedelta(days=1) if back else period.end
+        gap = (edge.weekday() - _WEEKDAYS[shift["u"]]) % 7 if back else (_WEEKDAYS[shift["u"]] - edge.weekday()) % 7
+        day = edge - timedelta(days=gap) if back else edge + timedelta(days=gap)
+        return Period(day, day + timedelta(days=1)), shift.start()
     if shift is not None:
         span = _SPANS[_UNITS[shift["u"]]]
         if shift["dir"] in ("before", "avant", "precedant"):

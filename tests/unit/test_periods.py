@@ -28,6 +28,8 @@ CASES = [
     # absolute: days, months, seasons, years
     ("Who did Maria have dinner with on May 3, 2023?", day(2023, 5, 3), day(2023, 5, 4)),
     ("What movie did Joanna watch on 1 May, 2022?", day(2022, 5, 1), day(2022, 5, 2)),
+    ("Where was the picture shared on December 1,2023 taken?", day(2023, 12, 1), day(2023, 12, 2)),
+    ("What did they do in May,2021?", day(2021, 5, 1), day(2021, 6, 1)),
     ("What happened on 2023-07-14?", day(2023, 7, 14), day(2023, 7, 15)),
     ("What did she do on the 3rd of March?", day(2023, 3, 3), day(2023, 3, 4)),
     ("What did John attend in March 2023?", day(2023, 3, 1), day(2023, 4, 1)),
@@ -51,6 +53,9 @@ CASES = [
     ("What did they see last year?", day(2023, 1, 1), day(2024, 1, 1)),
     ("What did I do the week before 3 May 2023?", day(2023, 4, 26), day(2023, 5, 3)),
     ("What did I do the day after 3 May 2023?", day(2023, 5, 4), day(2023, 5, 5)),
+    ("What was shown on the Sunday before October 25, 2022?", day(2022, 10, 23), day(2022, 10, 24)),
+    ("What did she do the Friday after 3 May 2023?", day(2023, 5, 5), day(2023, 5, 6)),
+    ("Qu'a-t-il fait le lundi avant le 3 mai 2023 ?", day(2023, 5, 1), day(2023, 5, 2)),
     ("What did we do before 2020?", datetime(1, 1, 2, tzinfo=UTC), day(2020, 1, 1)),
     ("What changed after March 2023?", day(2023, 4, 1), day(2024, 1, 5) + timedelta(hours=13)),
     ("Where has she lived since 2019?", day(2019, 1, 1), day(2024, 1, 5) + timedelta(hours=13)),
