@@ -14,7 +14,7 @@ zone here). Pure.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -29,15 +29,17 @@ _SHORT = {"jan": 1, "feb": 2, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, 
 MONTHS = {**{m: n for n, m in enumerate(_EN_MONTHS, 1)}, **{m: n for n, m in enumerate(_FR_MONTHS, 1)}, **_SHORT}
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "printemps": 3, "ete": 6, "automne": 9,
            "hiver": 12}  # the month each begins (meteorological, northern hemisphere)
-NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-           "nine": 9, "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2, "un": 1, "une": 1,
-           "deux": 2, "trois": 3, "quatre": 4, "cinq": 5, "sept": 7, "huit": 8, "neuf": 9, "dix": 10,
-           "quelques": 3}
+NUMBERS: dict[str, float] = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2, "a couple": 2, "half a": 0.5, "un": 1, "une": 1,
+    "deux": 2, "trois": 3, "quatre": 4, "cinq": 5, "sept": 7, "huit": 8, "neuf": 9, "dix": 10, "quelques": 3,
+    "quinze": 15, "vingt": 20, "trente": 30}
 _UNITS = {"day": "day", "days": "day", "jour": "day", "jours": "day", "week": "week", "weeks": "week",
           "semaine": "week", "semaines": "week", "month": "month", "months": "month", "mois": "month",
           "year": "year", "years": "year", "an": "year", "ans": "year", "annee": "year", "annees": "year",
           "weekend": "weekend", "week-end": "weekend"}
 RECENT = timedelta(days=30)  # "recently", "ces derniers temps"
+_LATELY = {"jours": timedelta(days=7), "semaines": timedelta(days=30), "mois": timedelta(days=91)}
 EARLIEST = datetime(1, 1, 2, tzinfo=UTC)  # "before ...": from the calendar's start
 
 
@@ -46,8 +48,12 @@ def _alt(words: Iterable[str]) -> str:
 
 
 _M, _S, _N = _alt(MONTHS), _alt(SEASONS), _alt(NUMBERS)
+_WEEKDAYS = {d: n % 7 for n, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                                              "sunday", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi",
+                                              "dimanche"])}
+_WEEKDAY = _alt(_WEEKDAYS)
 _THIS = ("this", "current", "cette", "ce", "cet")
-_ON = r"(?:on|le|the|du|au|since|depuis|before|after|avant|apres|until|jusqu'au)"
+_ON = rf"(?:on|le|the|du|au|since|depuis|before|after|avant|apres|until|jusqu'au|{_WEEKDAY}),?"
 _EN_M, _FR_M = _alt([*_EN_MONTHS, *_SHORT]), _alt(_FR_MONTHS)
 _ORD = r"(?:st|nd|rd|th|er)?"
 
@@ -123,34 +129,38 @@ _SPANS = {"day": timedelta(days=1), "week": timedelta(days=7), "weekend": timede
           "month": timedelta(days=30.44), "year": timedelta(days=365.25)}
 
 
-def _ago(now: datetime, count: int, unit: str) -> Period:
-    """About `count` units before now: a window one unit wide around that moment (the day for days)."""
+def _ago(now: datetime, count: float, unit: str) -> Period:
+    """About `count` units before now: a window one unit wide (less for less than one) around that
+    moment; the day for days."""
     if unit == "day":
-        return _unit(now, "day", count)
-    middle = now - _SPANS[unit] * count
-    return Period(middle - _SPANS[unit] / 2, middle + _SPANS[unit] / 2)
+        return _unit(now, "day", round(count))
+    middle, width = now - _SPANS[unit] * count, _SPANS[unit] * min(1.0, count)
+    return Period(middle - width / 2, middle + width / 2)
 
 
-def _rolling(now: datetime, count: int, unit: str) -> Period:
+def _rolling(now: datetime, count: float, unit: str) -> Period:
     return Period(now - _SPANS[unit] * count, now + timedelta(seconds=1))
 
 
-def _count(word: str) -> int:
+def _count(word: str) -> float:
     return int(word) if word.isdigit() else NUMBERS.get(word, 1)
 
 
-def _first_year(y: str | None, m: int, d: int, now: datetime) -> int:
-    """A day or month named without its year: the last one by now."""
-    if y:
-        return int(y)
+def _first_year(m: int, d: int, now: datetime) -> int:
+    """A day named without its year: the last one by now."""
     return now.year if (m, d) <= (now.month, now.day) else now.year - 1
 
 
 # Each rule: a pattern on the folded text, and what its match names against `now`; tried in order.
-_LAST = r"(?P<rel>last|this|previous|current)"
-_FR_LAST = r"(?P<rel>derniere?|passee?|precedente?|d'avant)"
+# "last week", not "my last week at the old job" nor "the last week of August"
+_LAST = r"(?<!\bmy\s)(?<!\bhis\s)(?<!\bher\s)(?<!\bour\s)(?<!\byour\s)(?<!\btheir\s)(?<!\bthe\s)" \
+        r"(?P<rel>last|this\s+past|this|previous|current)"
+_NOT_OF = r"(?!\s+(?:of|at|in|before|de|d')\b)"
+_FR_LAST = r"(?P<rel>derniere?|passee?|precedente?|d'avant(?=\s*(?:[?.!,;]|$)))"
 _RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), name) for p, name in [
-    (r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b", "date"),
+    (r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?!\d)", "date"),
+    (r"\b(?:from|between|de|entre)\s+(?P<y>(?:19|20)\d{2})\s*(?:to|and|until|till|through|-|a|et|jusqu'en)\s*"
+     r"(?P<y2>(?:19|20)\d{2})\b", "years"),
     # a day: with its year, or after "on", "le"... or with an ordinal ("2 Mars bars", "march 5 miles" are none)
     (rf"\b(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{_M})\.?(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", "date"),
     (rf"\b(?P<m>{_M})\.?\s+(?P<d>\d{{1,2}}){_ORD}(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", "date"),
@@ -162,26 +172,33 @@ _RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), name) for p, name i
     (rf"\b(?P<s>{_S})\s+(?:of\s+|de\s+|d')?(?P<y>\d{{4}})\b", "season"),
     (r"\b(?:the\s+)?day\s+before\s+yesterday\b|\bavant-hier\b", "day2"),
     (r"\b(?:yesterday|last\s+night|hier)\b", "day1"),
-    (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening)|aujourd'hui|ce\s+(?:soir|matin))\b", "day0"),
+    (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening)|aujourd'hui|ce\s+(?:soir|matin)|cet\s+apres-midi)\b",
+     "day0"),
+    (rf"\blast\s+(?P<w>{_WEEKDAY})\b|\b(?P<w2>{_WEEKDAY})\s+dernier\b", "weekday"),
     (rf"\b(?P<n>\d+|{_N})\s+(?P<u>days?|weeks?|months?|years?)\s+ago\b", "ago"),
-    (rf"\bil\s+y\s+a\s+(?P<n>\d+|{_N})\s+(?P<u>jours?|semaines?|mois|ans?|annees?)\b(?!\s*(?:d'|de\b|du\b|des\b|feri|ouvr))",
-     "ago"),
+    (rf"\b(?:il\s+y\s+a\s+(?P<n>\d+|{_N})\s+(?P<u>jours?|semaines?|mois|ans?|annees?)\s+que|depuis\s+(?P<n2>\d+|{_N})"
+     r"\s+(?P<u2>jours|semaines|mois|ans|annees))\b", "rolling"),
+    (rf"\bil\s+y\s+a\s+(?P<n>\d+|{_N})\s+(?P<u>jours?|semaines?|mois|ans?|annees?)\b"
+     r"(?!\s*(?:d'|de\b(?!\s+(?:ca|cela)\b)|du\b|des\b|feri|ouvr|par\b))", "ago"),
     (rf"\b(?:past|last)\s+(?P<n>\d+|{_N})\s+(?P<u>days|weeks|months|years)\b", "rolling"),
     (rf"\b(?:les|ces)\s+(?P<n>\d+|{_N})\s+(?:derni(?:er|ere)s)\s+(?P<u>jours|semaines|mois|ans|annees)\b", "rolling"),
-    (r"\bthe\s+past\s+(?P<u>day|week|month|year)\b", "rolling"),
-    (rf"\b{_LAST}\s+(?P<u>week-end|weekend|week|month|year)\b", "relative"),
+    (rf"\bthe\s+past\s+(?P<u>day|week|month|year)\b|\b(?:in|over|during|within)\s+the\s+last\s+"
+     rf"(?P<u2>day|week|month|year)\b{_NOT_OF}", "rolling"),
+    (r"\bces\s+derni(?:er|ere)s\s+(?P<u>jours|semaines|mois)\b", "lately"),
+    (rf"\b{_LAST}\s+(?P<u>week-end|weekend|week|month|year)\b{_NOT_OF}", "relative"),
     (r"\b(?:the\s+)?(?P<u>week|month|year|weekend)\s+before\s*(?=[?.!,;]|$|that\b|then\b)", "before"),
     (rf"\b(?P<u>la\s+semaine|le\s+week-?end|le\s+mois|l'annee|l'an)\s+{_FR_LAST}\b", "relative"),
     (r"\b(?P<rel>cette|ce|cet)\s+(?P<u>semaine|week-?end|mois(?:-ci)?|annee)\b", "relative"),
-    (rf"\b{_LAST}\s+(?P<s>{_S})\b", "season_rel"),
-    (rf"\b(?:l'|le\s+)(?P<s>{_S})\s+{_FR_LAST}\b", "season_rel"),
+    (rf"\b{_LAST}\s+(?P<s>{_S})\b{_NOT_OF}", "season_rel"),
+    (rf"\b(?:l'|le\s+|au\s+|en\s+)(?P<s>{_S})\s+{_FR_LAST}\b", "season_rel"),
     (rf"\b(?P<rel>cet|ce)\s+(?P<s>{_S})\b", "season_rel"),
-    (rf"\b(?P<rel>last|this)\s+(?P<m>{_M})\b(?<!\bthis may)", "month_rel"),
+    (rf"\b(?P<rel>last|this)\s+(?P<m>{_M})\b(?<!\bthis may){_NOT_OF}", "month_rel"),
     (rf"\ben\s+(?P<m>{_M})\s+(?P<rel>dernier)\b", "month_rel"),
     (rf"\b(?:in|during|early|late|mid|throughout|since|until|before|after)[\s-]+(?:the\s+)?(?P<m>{_EN_M})\b(?!')",
      "month_in"),
-    (rf"\b(?:en|au\s+mois\s+d[e']|debut|fin|mi|depuis|avant|apres)[\s-]+(?P<m>{_FR_M})\b", "month_in"),
-    (rf"\b(?:in|during)\s+(?:the\s+)?(?P<s>{_S})\b(?!\s+(?:rolls?|breaks?|water|onions?|cleaning|collection))",
+    (rf"\b(?:en\s+|(?:au|le)\s+mois\s+(?:d'|de\s+)|(?:debut|fin|mi|depuis|avant|apres)[\s-]+)(?P<m>{_FR_M})\b",
+     "month_in"),
+    (rf"\b(?:in|during|over)\s+(?:the\s+)?(?P<s>{_S})\b(?!\s+(?:rolls?|breaks?|water|onions?|cleaning|collection))",
      "season_in"),
     (r"\b(?:en|depuis\s+l'|pendant\s+l'|a\s+l')(?P<s>ete|hiver|automne)\b|\bau\s+(?P<s2>printemps)\b", "season_in"),
     # a year after a word that makes it one ("2000 steps", "PIN 1984" are none)
@@ -195,16 +212,15 @@ _UNIT_FR = {"la semaine": "week", "le week-end": "weekend", "le weekend": "weeke
 _SPACES = re.compile(r"\s+")
 _BEFORE = re.compile(r"\b(?:before|until|till|avant|jusqu'(?:a|au|en))\s+(?:the\s+|le\s+)?$")
 _AFTER = re.compile(r"\b(?P<w>after|since|apres|depuis)\s+(?:the\s+|le\s+)?$")
-_WEEKDAYS = {d: n % 7 for n, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-                                              "sunday", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi",
-                                              "dimanche"])}
 _SHIFT = re.compile(rf"\b(?:the\s+|la\s+|le\s+)?(?P<u>day|week|month|semaine|jour|mois|{_alt(_WEEKDAYS)})\s+"
                     r"(?P<dir>before|after|avant|apres|precedant|suivant)\s+(?:the\s+|le\s+)?$")
 
 
-def named_period(text: str, now: datetime) -> Period | None:
-    """The first period `text` names, decided against `now` (an aware moment), or None."""
-    found = _find(_folded(text), now)
+def named_period(text: str, now: datetime, nearest: bool = False) -> Period | None:
+    """The first period `text` names, decided against `now` (an aware moment), or None. A month,
+    season or day named alone is the last one by `now` (a question: "what did I do in March?"),
+    or with `nearest` the one nearest to it (a memory said in January: "going to Tokyo in March")."""
+    found = _find(_folded(text), now, nearest)
     return found[0] if found else None
 
 
@@ -212,7 +228,7 @@ def _folded(text: str) -> str:
     return _SPACES.sub(" ", fold(text).replace("\u2019", "'"))
 
 
-def _find(folded: str, now: datetime) -> tuple[Period, int, int] | None:
+def _find(folded: str, now: datetime, nearest: bool = False) -> tuple[Period, int, int] | None:
     """The first period named in folded text, and where the words naming it (and turning it:
     "since", "the week before") begin and end (kept for a caller that would rank without them:
     the dev set found those words worth keeping, docs/benchmarks.md)."""
@@ -222,7 +238,7 @@ def _find(folded: str, now: datetime) -> tuple[Period, int, int] | None:
         if found is None:
             continue
         try:
-            period = _period(name, found, now)
+            period = _period(name, found, now, nearest)
             if period is not None:  # the words before what names it: "since" in "since May" too
                 cores = [found.start(k) for k in ("d", "m", "s", "y", "d2", "m2", "s2")
                          if found.groupdict().get(k) is not None]
@@ -234,38 +250,52 @@ def _find(folded: str, now: datetime) -> tuple[Period, int, int] | None:
     return None
 
 
-def _period(name: str, found: re.Match[str], now: datetime) -> Period | None:  # noqa: PLR0911 - one per rule
-    g = found.groupdict()
+def _period(name: str, found: re.Match[str], now: datetime, nearest: bool) -> Period | None:  # noqa: C901, PLR0911, PLR0912
+    g = {k: v for k, v in found.groupdict().items() if v is not None}
     if name == "date":
-        named, d = g["m"] or g["m2"], int(g["d"] or g["d2"])
+        named, d = g.get("m") or g["m2"], int(g.get("d") or g["d2"])
         m = int(named) if named.isdigit() else MONTHS[named]
-        return _day(_first_year(g.get("y"), m, d, now), m, d) if 1 <= m <= 12 else None
-    if name == "month":
-        return _months(int(g["y"]), MONTHS[g["m"]])
-    if name == "season":
-        return _months(int(g["y"]), SEASONS[g["s"]], 3)
+        if not 1 <= m <= 12:
+            return None
+        if "y" in g:
+            return _day(int(g["y"]), m, d)
+        return _closest(now, lambda y: _day(y, m, d)) if nearest else _day(_first_year(m, d, now), m, d)
+    if name in ("month", "season", "year", "years"):
+        first, count = (MONTHS[g["m"]], 1) if name == "month" else (SEASONS[g["s"]], 3) if name == "season" else (1, 12)
+        period = _months(int(g["y"]), first, count)
+        return Period(period.start, _year(int(g["y2"])).end) if name == "years" and g["y2"] >= g["y"] else (
+            None if name == "years" else period)
     if name.startswith("day"):
         return _unit(now, "day", int(name[3]))
+    if name == "weekday":
+        today = _unit(now, "day", 0).start
+        back = (today.weekday() - _WEEKDAYS[g.get("w") or g["w2"]]) % 7 or 7
+        return Period(today - timedelta(days=back), today - timedelta(days=back - 1))
     if name == "ago":
         return _ago(now, _count(g["n"]), _UNITS[g["u"]])
     if name == "rolling":
-        return _rolling(now, _count(g.get("n") or "1"), _UNITS[g["u"]])
-    if name == "relative":
+        return _rolling(now, _count(g.get("n") or g.get("n2") or "1"), _UNITS[g.get("u") or g["u2"]])
+    if name == "lately":
+        return Period(now - _LATELY[g["u"]], now + timedelta(seconds=1))
+    if name in ("relative", "before"):
         unit = _UNITS.get(g["u"]) or _UNIT_FR[g["u"]]
-        return _unit(now, unit, 0 if g["rel"] in _THIS else 1)
-    if name == "before":
-        return _unit(now, _UNITS[g["u"]], 1)
-    if name == "season_rel":
-        return _latest_season(now, SEASONS[g["s"]], g["rel"])
-    if name == "month_rel":
-        return _latest_month(now, MONTHS[g["m"]], g["rel"])
-    if name == "month_in":
-        return _latest_month(now, MONTHS[g["m"]])
-    if name == "season_in":
-        return _latest_season(now, SEASONS[g["s"] or g["s2"]])
-    if name == "year":
-        return _year(int(g["y"]))
+        return _unit(now, unit, 0 if g.get("rel") in _THIS else 1)
+    if name in ("season_rel", "season_in"):
+        first = SEASONS[g.get("s") or g["s2"]]
+        if nearest and "rel" not in g:
+            return _closest(now, lambda y: _months(y, first, 3))
+        return _latest_season(now, first, g.get("rel"))
+    if name in ("month_rel", "month_in"):
+        if nearest and "rel" not in g:
+            return _closest(now, lambda y: _months(y, MONTHS[g["m"]]))
+        return _latest_month(now, MONTHS[g["m"]], g.get("rel"))
     return Period(now - RECENT, now + timedelta(seconds=1))  # recent
+
+
+def _closest(now: datetime, make: Callable[[int], Period | None]) -> Period | None:
+    """Of the periods `make(year)` for the years around now's, the one whose middle is nearest."""
+    found = [p for y in (now.year - 1, now.year, now.year + 1) if (p := make(y)) is not None]
+    return min(found, key=lambda p: abs(p.start + (p.end - p.start) / 2 - now), default=None)
 
 
 def _modified(period: Period, before: str, name: str, now: datetime) -> tuple[Period, int]:

@@ -207,3 +207,61 @@ def test_with_a_reranker_its_order_leads_and_the_period_moves_up_within_it() -> 
     hits = service.recall(place, "Which museum did they visit in May?", limit=3, mark=False)
     assert hits[0].memory.text == "Visited museum number 3 downtown"
     assert all(0.0 <= h.score <= 1.0 for h in hits)
+
+
+# A second review: phrases still misread, and phrases missed.
+J = datetime(2024, 6, 15, 12, tzinfo=UTC)
+A = datetime(2024, 4, 15, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text", [
+    "What did I do in my last week at the old job?", "What did I study in my last year of university?",
+    "What happened in the last month of my pregnancy?", "Qu'ai-je fait la semaine d'avant Noël ?",
+    "l'année d'avant ma retraite", "le mois d'avant mon déménagement", "Il y a deux jours par semaine où je travaille",
+    "Il y a deux semaines par an de vacances",
+])
+def test_a_unit_of_something_else_is_no_period(text: str) -> None:
+    assert named_period(text, NOW) is None
+
+
+@pytest.mark.parametrize(("text", "now", "start", "end"), [
+    ("What have I done in the last year?", J, J - timedelta(days=365.25), J + timedelta(seconds=1)),
+    ("Where did I work from 2019 to 2021?", NOW, day(2019, 1, 1), day(2022, 1, 1)),
+    ("Il a été de 1998 à 2004 directeur de l'école", NOW, day(1998, 1, 1), day(2005, 1, 1)),
+    ("Au printemps dernier, où suis-je allé ?", A, day(2023, 3, 1), day(2023, 6, 1)),
+    ("What did we do this past weekend?", NOW, day(2023, 12, 30), day(2024, 1, 1)),
+    ("What did she do last Monday?", NOW, day(2024, 1, 1), day(2024, 1, 2)),
+    ("Qu'a-t-il fait lundi dernier ?", NOW, day(2024, 1, 1), day(2024, 1, 2)),
+    ("What did they do on Saturday 3 May 2023?", NOW, day(2023, 5, 3), day(2023, 5, 4)),
+    ("Que s'est-il passé samedi 3 mai ?", NOW, day(2023, 5, 3), day(2023, 5, 4)),
+    ("Que s'est-il passé au mois d'août ?", NOW, day(2023, 8, 1), day(2023, 9, 1)),
+    ("Qu'ai-je fait le mois de mai ?", NOW, day(2023, 5, 1), day(2023, 6, 1)),
+    ("Qu'a-t-il fait cet après-midi ?", NOW, day(2024, 1, 4), day(2024, 1, 5)),
+    ("What happened on 2023-07-14T10:00?", NOW, day(2023, 7, 14), day(2023, 7, 15)),
+    ("Where did we go over the summer?", NOW, day(2023, 6, 1), day(2023, 9, 1)),
+])
+def test_more_periods_a_person_names(text: str, now: datetime, start: datetime, end: datetime) -> None:
+    assert named_period(text, now) == Period(start, end)
+
+
+def test_spans_counted_in_words() -> None:
+    half = named_period("What happened half a year ago?", NOW)
+    assert half is not None and half.holds(day(2023, 7, 5)) and not half.holds(day(2023, 1, 5))
+    couple = named_period("What did we eat a couple weeks ago?", NOW)
+    assert couple is not None and couple.holds(day(2023, 12, 21))
+    quinze = named_period("Qu'a-t-elle dit il y a quinze jours ?", NOW)
+    assert quinze == Period(day(2023, 12, 20), day(2023, 12, 21))
+    since = named_period("il y a deux ans que je travaille ici", NOW)
+    assert since is not None and since.holds(day(2023, 6, 1)) and since.holds(day(2022, 2, 1))
+    assert named_period("Il y a un an de ça", NOW) is not None
+    assert named_period("Depuis deux ans ?", NOW) == since
+    lately = named_period("Qu'a-t-il lu ces derniers jours ?", NOW)
+    assert lately is not None and lately.holds(day(2024, 1, 1)) and not lately.holds(day(2023, 12, 20))
+
+
+def test_a_memory_reads_a_month_alone_as_the_nearest_one() -> None:
+    said = datetime(2024, 1, 4, tzinfo=UTC)
+    assert named_period("Going to Tokyo in March", said, nearest=True) == Period(day(2024, 3, 1), day(2024, 4, 1))
+    assert named_period("Went to Paris in December", said, nearest=True) == Period(day(2023, 12, 1), day(2024, 1, 1))
+    assert named_period("Went to Paris in December", said) == Period(day(2023, 12, 1), day(2024, 1, 1))
+    assert named_period("What am I doing in March?", said) == Period(day(2023, 3, 1), day(2023, 4, 1))  # asked: the last

@@ -27,7 +27,7 @@ def said_in(memory: Memory, period: Period, grace: timedelta) -> bool:
             return True
     except OverflowError:  # a moment at the calendar's start, less the grace
         return False
-    named = named_period(memory.text, said)
+    named = named_period(memory.text, said, nearest=True)
     return named is not None and named.meets(period)
 
 
