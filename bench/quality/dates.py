@@ -45,12 +45,15 @@ def add_date_arguments(parser: argparse.ArgumentParser) -> None:
                         help="memories carry their session's date; questions are asked the day after the last session")
     parser.add_argument("--date-weight", type=float, default=None, help="Options.date_weight (default: the product's)")
     parser.add_argument("--date-grace-days", type=float, default=None, help="Options.date_grace in days")
+    parser.add_argument("--date-candidates", type=int, default=None, help="Options.date_candidates")
 
 
 def date_options(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if args.date_weight is not None:
         out["date_weight"] = args.date_weight
+    if args.date_candidates is not None:
+        out["date_candidates"] = args.date_candidates
     if args.date_grace_days is not None:
         out["date_grace"] = timedelta(days=args.date_grace_days)
     return out

@@ -5,7 +5,7 @@ French, as a half-open span of UTC time decided against the moment it is said.
 Recall favours the memories said in the period a query names (portal.services.recall); a memory's
 own words are read the same way, against when it was said ("went camping last weekend", said on
 9 June, names 3–4 June). One grammar of regular expressions over the folded text, most specific
-first; nothing is looked up. `dateparser` was tried first: it answers points, not periods ("in May"
+first (portal.domain.period_words); nothing is looked up. `dateparser` was tried first: it answers points, not periods ("in May"
 is one day of May), and its search finds dates in "may" and "second". Weeks start on Monday;
 seasons are the northern hemisphere's meteorological ones; times are UTC (a person has no time
 zone here). Pure.
@@ -14,48 +14,31 @@ zone here). Pure.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from .period_words import (
+    AFTER,
+    BEFORE,
+    MONTHS,
+    NEEDS,
+    NUMBERS,
+    RULES,
+    SEASONS,
+    SHIFT,
+    SPACES,
+    THIS,
+    UNIT_FR,
+    UNITS,
+    WEEKDAYS,
+    kinds,
+)
 from .text import fold
 
-_EN_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-              "november", "december"]
-_FR_MONTHS = ["janvier", "fevrier", "mars", "avril", "mai", "juin", "juillet", "aout", "septembre", "octobre",
-              "novembre", "decembre"]
-_SHORT = {"jan": 1, "feb": 2, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10, "nov": 11,
-          "dec": 12, "janv": 1, "fevr": 2, "juil": 7}
-MONTHS = {**{m: n for n, m in enumerate(_EN_MONTHS, 1)}, **{m: n for n, m in enumerate(_FR_MONTHS, 1)}, **_SHORT}
-SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "printemps": 3, "ete": 6, "automne": 9,
-           "hiver": 12}  # the month each begins (meteorological, northern hemisphere)
-NUMBERS: dict[str, float] = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "few": 3, "a few": 3, "couple of": 2, "a couple of": 2, "a couple": 2, "half a": 0.5, "un": 1, "une": 1,
-    "deux": 2, "trois": 3, "quatre": 4, "cinq": 5, "sept": 7, "huit": 8, "neuf": 9, "dix": 10, "quelques": 3,
-    "quinze": 15, "vingt": 20, "trente": 30}
-_UNITS = {"day": "day", "days": "day", "jour": "day", "jours": "day", "week": "week", "weeks": "week",
-          "semaine": "week", "semaines": "week", "month": "month", "months": "month", "mois": "month",
-          "year": "year", "years": "year", "an": "year", "ans": "year", "annee": "year", "annees": "year",
-          "weekend": "weekend", "week-end": "weekend"}
 RECENT = timedelta(days=30)  # "recently", "ces derniers temps"
 _LATELY = {"jours": timedelta(days=7), "semaines": timedelta(days=30), "mois": timedelta(days=91)}
 EARLIEST = datetime(1, 1, 2, tzinfo=UTC)  # "before ...": from the calendar's start
-
-
-def _alt(words: Iterable[str]) -> str:
-    return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
-
-
-_M, _S, _N = _alt(MONTHS), _alt(SEASONS), _alt(NUMBERS)
-_WEEKDAYS = {d: n % 7 for n, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-                                              "sunday", "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi",
-                                              "dimanche"])}
-_WEEKDAY = _alt(_WEEKDAYS)
-_THIS = ("this", "current", "cette", "ce", "cet")
-_ON = rf"(?:on|le|the|du|au|since|depuis|before|after|avant|apres|until|jusqu'au|{_WEEKDAY}),?"
-_EN_M, _FR_M = _alt([*_EN_MONTHS, *_SHORT]), _alt(_FR_MONTHS)
-_ORD = r"(?:st|nd|rd|th|er)?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +76,7 @@ def _year(y: int) -> Period:
 
 def _latest_month(now: datetime, m: int, rel: str | None = None) -> Period:
     """The month `m` that began last by `now`; "last": not the current one; "this": this year's."""
-    if rel in _THIS:
+    if rel in THIS:
         return _months(now.year, m)
     y = now.year if (m < now.month or (m == now.month and rel is None)) else now.year - 1
     return _months(y, m)
@@ -104,7 +87,7 @@ def _latest_season(now: datetime, first: int, rel: str | None = None) -> Period:
     one; "this": the current one, else this year's (still to come)."""
     seasons = [_months(y, first, 3) for y in range(now.year + 1, now.year - 3, -1)]  # newest first
     current = next((season for season in seasons if season.holds(now)), None)
-    if rel in _THIS:
+    if rel in THIS:
         return current or _months(now.year, first, 3)
     return next(season for season in seasons if season.start <= now and (rel is None or season is not current))
 
@@ -153,69 +136,6 @@ def _first_year(m: int, d: int, now: datetime) -> int:
 
 # Each rule: a pattern on the folded text, and what its match names against `now`; tried in order.
 # "last week", not "my last week at the old job" nor "the last week of August"
-_LAST = r"(?<!\bmy\s)(?<!\bhis\s)(?<!\bher\s)(?<!\bour\s)(?<!\byour\s)(?<!\btheir\s)(?<!\bthe\s)" \
-        r"(?P<rel>last|this\s+past|this|previous|current)"
-_NOT_OF = r"(?!\s+(?:of|at|in|before|de|d')\b)"
-_FR_LAST = r"(?P<rel>derniere?|passee?|precedente?|d'avant(?=\s*(?:[?.!,;]|$)))"
-_RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), name) for p, name in [
-    (r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})(?!\d)", "date"),
-    (r"\b(?:from|between|de|entre)\s+(?P<y>(?:19|20)\d{2})\s*(?:to|and|until|till|through|-|a|et|jusqu'en)\s*"
-     r"(?P<y2>(?:19|20)\d{2})\b", "years"),
-    # a day: with its year, or after "on", "le"... or with an ordinal ("2 Mars bars", "march 5 miles" are none)
-    (rf"\b(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{_M})\.?(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", "date"),
-    (rf"\b(?P<m>{_M})\.?\s+(?P<d>\d{{1,2}}){_ORD}(?:\s*,\s*|\s+)(?P<y>\d{{4}})\b", "date"),
-    (rf"(?:\b{_ON}\s+|\b(?=\d{{1,2}}(?:st|nd|rd|th|er)\b))(?:the\s+)?(?P<d>\d{{1,2}}){_ORD}\s+(?:of\s+)?(?P<m>{_M})\b",
-     "date"),
-    (rf"\b{_ON}\s+(?P<m>{_M})\.?\s+(?P<d>\d{{1,2}}){_ORD}\b(?!:)|\b(?P<m2>{_M})\.?\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)\b",
-     "date"),
-    (rf"\b(?P<m>{_M})\.?(?:\s*,\s*|\s+)(?:of\s+|de\s+)?(?P<y>\d{{4}})\b", "month"),
-    (rf"\b(?P<s>{_S})\s+(?:of\s+|de\s+|d')?(?P<y>\d{{4}})\b", "season"),
-    (r"\b(?:the\s+)?day\s+before\s+yesterday\b|\bavant-hier\b", "day2"),
-    (r"\b(?:yesterday|last\s+night|hier)\b", "day1"),
-    (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening)|aujourd'hui|ce\s+(?:soir|matin)|cet\s+apres-midi)\b",
-     "day0"),
-    (rf"\blast\s+(?P<w>{_WEEKDAY})\b|\b(?P<w2>{_WEEKDAY})\s+dernier\b", "weekday"),
-    (rf"\b(?P<n>\d+|{_N})\s+(?P<u>days?|weeks?|months?|years?)\s+ago\b", "ago"),
-    (rf"\b(?:il\s+y\s+a\s+(?P<n>\d+|{_N})\s+(?P<u>jours?|semaines?|mois|ans?|annees?)\s+que|depuis\s+(?P<n2>\d+|{_N})"
-     r"\s+(?P<u2>jours|semaines|mois|ans|annees))\b", "rolling"),
-    (rf"\bil\s+y\s+a\s+(?P<n>\d+|{_N})\s+(?P<u>jours?|semaines?|mois|ans?|annees?)\b"
-     r"(?!\s*(?:d'|de\b(?!\s+(?:ca|cela)\b)|du\b|des\b|feri|ouvr|par\b))", "ago"),
-    (rf"\b(?:past|last)\s+(?P<n>\d+|{_N})\s+(?P<u>days|weeks|months|years)\b", "rolling"),
-    (rf"\b(?:les|ces)\s+(?P<n>\d+|{_N})\s+(?:derni(?:er|ere)s)\s+(?P<u>jours|semaines|mois|ans|annees)\b", "rolling"),
-    (rf"\bthe\s+past\s+(?P<u>day|week|month|year)\b|\b(?:in|over|during|within)\s+the\s+last\s+"
-     rf"(?P<u2>day|week|month|year)\b{_NOT_OF}", "rolling"),
-    (r"\bces\s+derni(?:er|ere)s\s+(?P<u>jours|semaines|mois)\b", "lately"),
-    (rf"\b{_LAST}\s+(?P<u>week-end|weekend|week|month|year)\b{_NOT_OF}", "relative"),
-    (r"\b(?:the\s+)?(?P<u>week|month|year|weekend)\s+before\s*(?=[?.!,;]|$|that\b|then\b)", "before"),
-    (rf"\b(?P<u>la\s+semaine|le\s+week-?end|le\s+mois|l'annee|l'an)\s+{_FR_LAST}\b", "relative"),
-    (r"\b(?P<rel>cette|ce|cet)\s+(?P<u>semaine|week-?end|mois(?:-ci)?|annee)\b", "relative"),
-    (rf"\b{_LAST}\s+(?P<s>{_S})\b{_NOT_OF}", "season_rel"),
-    (rf"\b(?:l'|le\s+|au\s+|en\s+)(?P<s>{_S})\s+{_FR_LAST}\b", "season_rel"),
-    (rf"\b(?P<rel>cet|ce)\s+(?P<s>{_S})\b", "season_rel"),
-    (rf"\b(?P<rel>last|this)\s+(?P<m>{_M})\b(?<!\bthis may){_NOT_OF}", "month_rel"),
-    (rf"\ben\s+(?P<m>{_M})\s+(?P<rel>dernier)\b", "month_rel"),
-    (rf"\b(?:in|during|early|late|mid|throughout|since|until|before|after)[\s-]+(?:the\s+)?(?P<m>{_EN_M})\b(?!')",
-     "month_in"),
-    (rf"\b(?:en\s+|(?:au|le)\s+mois\s+(?:d'|de\s+)|(?:debut|fin|mi|depuis|avant|apres)[\s-]+)(?P<m>{_FR_M})\b",
-     "month_in"),
-    (rf"\b(?:in|during|over)\s+(?:the\s+)?(?P<s>{_S})\b(?!\s+(?:rolls?|breaks?|water|onions?|cleaning|collection))",
-     "season_in"),
-    (r"\b(?:en|depuis\s+l'|pendant\s+l'|a\s+l')(?P<s>ete|hiver|automne)\b|\bau\s+(?P<s2>printemps)\b", "season_in"),
-    # a year after a word that makes it one ("2000 steps", "PIN 1984" are none)
-    (r"\b(?:in|during|since|before|after|until|till|from|year|en|depuis|avant|apres|jusqu'en|pendant|annee)\s+"
-     r"(?:the\s+year\s+|l'annee\s+)?(?P<y>(?:19|20)\d{2})\b(?![/.:-]?\d)", "year"),
-    (r"\b(?:recently|lately|these\s+days|recemment|dernierement|ces\s+derniers\s+temps)\b", "recent"),
-]]
-_UNIT_FR = {"la semaine": "week", "le week-end": "weekend", "le weekend": "weekend", "le mois": "month",
-            "l'annee": "year", "l'an": "year", "semaine": "week", "week-end": "weekend", "weekend": "weekend",
-            "mois": "month", "mois-ci": "month", "annee": "year"}
-_SPACES = re.compile(r"\s+")
-_BEFORE = re.compile(r"\b(?:before|until|till|avant|jusqu'(?:a|au|en))\s+(?:the\s+|le\s+)?$")
-_AFTER = re.compile(r"\b(?P<w>after|since|apres|depuis)\s+(?:the\s+|le\s+)?$")
-_SHIFT = re.compile(rf"\b(?:the\s+|la\s+|le\s+)?(?P<u>day|week|month|semaine|jour|mois|{_alt(_WEEKDAYS)})\s+"
-                    r"(?P<dir>before|after|avant|apres|precedant|suivant)\s+(?:the\s+|le\s+)?$")
-
-
 def named_period(text: str, now: datetime, nearest: bool = False) -> Period | None:
     """The first period `text` names, decided against `now` (an aware moment), or None. A month,
     season or day named alone is the last one by `now` (a question: "what did I do in March?"),
@@ -225,15 +145,20 @@ def named_period(text: str, now: datetime, nearest: bool = False) -> Period | No
 
 
 def _folded(text: str) -> str:
-    return _SPACES.sub(" ", fold(text).replace("\u2019", "'"))
+    return SPACES.sub(" ", fold(text).replace("\u2019", "'"))
 
 
 def _find(folded: str, now: datetime, nearest: bool = False) -> tuple[Period, int, int] | None:
     """The first period named in folded text, and where the words naming it (and turning it:
     "since", "the week before") begin and end (kept for a caller that would rank without them:
     the dev set found those words worth keeping, docs/benchmarks.md)."""
+    present = kinds(folded)
+    if not present:
+        return None
     now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    for pattern, name in _RULES:
+    for pattern, name in RULES:
+        if not NEEDS.get(name, {"unit"}) <= present:
+            continue
         found = pattern.search(folded)
         if found is None:
             continue
@@ -269,17 +194,17 @@ def _period(name: str, found: re.Match[str], now: datetime, nearest: bool) -> Pe
         return _unit(now, "day", int(name[3]))
     if name == "weekday":
         today = _unit(now, "day", 0).start
-        back = (today.weekday() - _WEEKDAYS[g.get("w") or g["w2"]]) % 7 or 7
+        back = (today.weekday() - WEEKDAYS[g.get("w") or g["w2"]]) % 7 or 7
         return Period(today - timedelta(days=back), today - timedelta(days=back - 1))
     if name == "ago":
-        return _ago(now, _count(g["n"]), _UNITS[g["u"]])
+        return _ago(now, _count(g["n"]), UNITS[g["u"]])
     if name == "rolling":
-        return _rolling(now, _count(g.get("n") or g.get("n2") or "1"), _UNITS[g.get("u") or g["u2"]])
+        return _rolling(now, _count(g.get("n") or g.get("n2") or "1"), UNITS[g.get("u") or g["u2"]])
     if name == "lately":
         return Period(now - _LATELY[g["u"]], now + timedelta(seconds=1))
     if name in ("relative", "before"):
-        unit = _UNITS.get(g["u"]) or _UNIT_FR[g["u"]]
-        return _unit(now, unit, 0 if g.get("rel") in _THIS else 1)
+        unit = UNITS.get(g["u"]) or UNIT_FR[g["u"]]
+        return _unit(now, unit, 0 if g.get("rel") in THIS else 1)
     if name in ("season_rel", "season_in"):
         first = SEASONS[g.get("s") or g["s2"]]
         if nearest and "rel" not in g:
@@ -303,21 +228,21 @@ def _modified(period: Period, before: str, name: str, now: datetime) -> tuple[Pe
     "since May"), and where those words begin (the end of `before` when none do)."""
     if name in ("rolling", "recent"):
         return period, len(before)
-    shift = _SHIFT.search(before)
-    if shift is not None and shift["u"] in _WEEKDAYS:  # "the Sunday before 25 October": that day
+    shift = SHIFT.search(before)
+    if shift is not None and shift["u"] in WEEKDAYS:  # "the Sunday before 25 October": that day
         back = shift["dir"] in ("before", "avant", "precedant")
         edge = period.start - timedelta(days=1) if back else period.end
-        gap = (edge.weekday() - _WEEKDAYS[shift["u"]]) % 7 if back else (_WEEKDAYS[shift["u"]] - edge.weekday()) % 7
+        gap = (edge.weekday() - WEEKDAYS[shift["u"]]) % 7 if back else (WEEKDAYS[shift["u"]] - edge.weekday()) % 7
         day = edge - timedelta(days=gap) if back else edge + timedelta(days=gap)
         return Period(day, day + timedelta(days=1)), shift.start()
     if shift is not None:
-        span = _SPANS[_UNITS[shift["u"]]]
+        span = _SPANS[UNITS[shift["u"]]]
         if shift["dir"] in ("before", "avant", "precedant"):
             return Period(period.start - span, period.start), shift.start()
         return Period(period.end, period.end + span), shift.start()
-    if (earlier := _BEFORE.search(before)) is not None:
+    if (earlier := BEFORE.search(before)) is not None:
         return Period(EARLIEST, period.start), earlier.start()
-    if (later := _AFTER.search(before)) is not None:
+    if (later := AFTER.search(before)) is not None:
         start = period.start if later["w"] in ("since", "depuis") else period.end
         return Period(start, max(now, start) + timedelta(days=1)), later.start()
     return period, len(before)

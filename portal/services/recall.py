@@ -204,13 +204,14 @@ class Recall:
         ranked = [r for r in ranked if r[0] in by_id]
         if period is not None:  # fused scores reach 1 at best (relative fusion); BM25 and ranks have no ceiling
             bounded = query_vector is not None and options.fusion == "relative"
+            used = max(limit, options.rerank_candidates if options.reranker is not None else 0)
             ranked = favour_period(ranked, by_id, period, options.date_weight, options.date_grace,
-                                   1.0 if bounded else None)
+                                   1.0 if bounded else None, used)
         if query_vector is not None:  # the rerank server is asked with no connection held
             ranked, head = self._reranked(place, query, ranked, by_id)
             if period is not None and head:  # its relevances, on their own scale, ahead of the rest
                 ranked = favour_period(ranked[:head], by_id, period, options.date_weight, options.date_grace,
-                                       1.0) + ranked[head:]
+                                       1.0, head) + ranked[head:]
         ranked = ranked[:limit]
         hits = [(by_id[i], score, how) for i, score, how in ranked if i in by_id]
         if mark and hits:

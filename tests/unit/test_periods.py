@@ -180,12 +180,13 @@ def test_favour_moves_up_what_was_said_in_the_period_and_lowers_nothing() -> Non
     assert may is not None
     memories = {"a": _memory("a", day(2023, 9, 1)), "b": _memory("b", day(2023, 5, 9)), "c": _memory("c", day(2023, 9, 2))}
     ranked = [("a", 0.7, "hybrid"), ("c", 0.6, "hybrid"), ("b", 0.5, "hybrid")]
-    moved = favour_period(ranked, memories, may, 0.5, timedelta(0), 1.0)
+    moved = favour_period(ranked, memories, may, 0.5, timedelta(0), 1.0, 3)
     assert [i for i, _, _ in moved] == ["b", "a", "c"] and dict((i, s) for i, s, _ in moved)["b"] == 0.75
     assert all(s >= dict((i, s0) for i, s0, _ in ranked)[i] for i, s, _ in moved)  # a floor passed stays passed
-    unbounded = favour_period([("a", 9.0, "lexical"), ("b", 7.0, "lexical")], memories, may, 0.5, timedelta(0), None)
+    unbounded = favour_period([("a", 9.0, "lexical"), ("b", 7.0, "lexical")], memories, may, 0.5, timedelta(0), None,
+                              2)
     assert [i for i, _, _ in unbounded] == ["b", "a"]  # BM25: by half its own score
-    tied = favour_period([("a", 0.5, "h"), ("c", 0.5000004, "h")], memories, may, 0.5, timedelta(0), 1.0)
+    tied = favour_period([("a", 0.5, "h"), ("c", 0.5000004, "h")], memories, may, 0.5, timedelta(0), 1.0, 2)
     assert [i for i, _, _ in tied] == ["a", "c"]  # equal to 1e-6: the order they came in
 
 
@@ -265,3 +266,18 @@ def test_a_memory_reads_a_month_alone_as_the_nearest_one() -> None:
     assert named_period("Went to Paris in December", said, nearest=True) == Period(day(2023, 12, 1), day(2024, 1, 1))
     assert named_period("Went to Paris in December", said) == Period(day(2023, 12, 1), day(2024, 1, 1))
     assert named_period("What am I doing in March?", said) == Period(day(2023, 3, 1), day(2023, 4, 1))  # asked: the last
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_favour_reads_only_what_could_reach_the_hits_and_answers_as_if_it_read_all(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    may = named_period("in May", NOW)
+    assert may is not None
+    memories = {f"m{n}": _memory(f"m{n}", day(2023, 5 if rng.random() < 0.3 else 9, 1 + n % 28)) for n in range(40)}
+    ranked = sorted(((i, rng.random(), "hybrid") for i in memories), key=lambda r: -r[1])
+    for keep in (1, 3, 5, 40):
+        for ceiling in (1.0, None):
+            every = favour_period(ranked, memories, may, 0.5, timedelta(0), ceiling, len(ranked))
+            assert favour_period(ranked, memories, may, 0.5, timedelta(0), ceiling, keep) == every[:keep]

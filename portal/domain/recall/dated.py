@@ -32,15 +32,21 @@ def said_in(memory: Memory, period: Period, grace: timedelta) -> bool:
 
 
 def favour_period(ranked: Sequence[tuple[str, float, str]], memories: Mapping[str, Memory], period: Period,
-                  weight: float, grace: timedelta, ceiling: float | None) -> list[tuple[str, float, str]]:
-    """`ranked`, best first, each memory said in `period` moved `weight` of the way up to
-    `ceiling` (the best score its ranking gives), or by `weight` of its score where the ranking
-    has none (words' BM25, reciprocal ranks). The others keep theirs: nothing drops under a floor
-    it passed. Scores equal to `TIE_DIGITS` decimals keep their order."""
+                  weight: float, grace: timedelta, ceiling: float | None, keep: int) -> list[tuple[str, float, str]]:
+    """The first `keep` of `ranked`, best first, each memory said in `period` moved `weight` of the
+    way up to `ceiling` (the best score its ranking gives), or by `weight` of its score where the
+    ranking has none (words' BM25, reciprocal ranks). The others keep theirs: nothing drops under a
+    floor it passed. Scores equal to `TIE_DIGITS` decimals keep their order.
+
+    Moving up only raises scores, so the `keep`-th score can only rise: a memory that could not
+    reach it even moved is not looked at (its words are not read for a time)."""
     def moved(score: float) -> float:
         return score + weight * (ceiling - score) if ceiling is not None and score <= ceiling else score * (1 + weight)
 
+    if not ranked:
+        return []
+    floor = sorted((score for _, score, _ in ranked), reverse=True)[min(keep, len(ranked)) - 1]
     scale = 10.0**TIE_DIGITS
-    out = [(i, moved(score) if i in memories and said_in(memories[i], period, grace) else score, how)
-           for i, score, how in ranked]
-    return sorted(out, key=lambda r: -math.floor(r[1] * scale + 0.5))
+    out = [(i, moved(score) if moved(score) >= floor and i in memories and said_in(memories[i], period, grace)
+            else score, how) for i, score, how in ranked]
+    return sorted(out, key=lambda r: -math.floor(r[1] * scale + 0.5))[:keep]
