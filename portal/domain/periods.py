@@ -140,18 +140,15 @@ def named_period(text: str, now: datetime, nearest: bool = False) -> Period | No
     """The first period `text` names, decided against `now` (an aware moment), or None. A month,
     season or day named alone is the last one by `now` (a question: "what did I do in March?"),
     or with `nearest` the one nearest to it (a memory said in January: "going to Tokyo in March")."""
-    found = _find(_folded(text), now, nearest)
-    return found[0] if found else None
+    return _find(_folded(text), now, nearest)
 
 
 def _folded(text: str) -> str:
     return SPACES.sub(" ", fold(text).replace("\u2019", "'"))
 
 
-def _find(folded: str, now: datetime, nearest: bool = False) -> tuple[Period, int, int] | None:
-    """The first period named in folded text, and where the words naming it (and turning it:
-    "since", "the week before") begin and end (kept for a caller that would rank without them:
-    the dev set found those words worth keeping, docs/benchmarks.md)."""
+def _find(folded: str, now: datetime, nearest: bool) -> Period | None:
+    """The first period named in folded text, as the words just before it turn it ("since May")."""
     present = kinds(folded)
     if not present:
         return None
@@ -167,9 +164,7 @@ def _find(folded: str, now: datetime, nearest: bool = False) -> tuple[Period, in
             if period is not None:  # the words before what names it: "since" in "since May" too
                 cores = [found.start(k) for k in ("d", "m", "s", "y", "d2", "m2", "s2")
                          if found.groupdict().get(k) is not None]
-                core = min(cores, default=found.start())
-                period, lead = _modified(period, folded[:core], name, now)
-                return period, min(lead, found.start()), found.end()
+                return _modified(period, folded[:min(cores, default=found.start())], name, now)
         except (ValueError, OverflowError):  # past the calendar's ends ("9999-12-31", "10000000 years ago")
             continue
     return None
@@ -185,11 +180,11 @@ def _period(name: str, found: re.Match[str], now: datetime, nearest: bool) -> Pe
         if "y" in g:
             return _day(int(g["y"]), m, d)
         return _closest(now, lambda y: _day(y, m, d)) if nearest else _day(_first_year(m, d, now), m, d)
-    if name in ("month", "season", "year", "years"):
+    if name == "years":  # "from 2019 to 2021"
+        return Period(_year(int(g["y"])).start, _year(int(g["y2"])).end) if g["y2"] >= g["y"] else None
+    if name in ("month", "season", "year"):
         first, count = (MONTHS[g["m"]], 1) if name == "month" else (SEASONS[g["s"]], 3) if name == "season" else (1, 12)
-        period = _months(int(g["y"]), first, count)
-        return Period(period.start, _year(int(g["y2"])).end) if name == "years" and g["y2"] >= g["y"] else (
-            None if name == "years" else period)
+        return _months(int(g["y"]), first, count)
     if name.startswith("day"):
         return _unit(now, "day", int(name[3]))
     if name == "weekday":
@@ -223,26 +218,26 @@ def _closest(now: datetime, make: Callable[[int], Period | None]) -> Period | No
     return min(found, key=lambda p: abs(p.start + (p.end - p.start) / 2 - now), default=None)
 
 
-def _modified(period: Period, before: str, name: str, now: datetime) -> tuple[Period, int]:
-    """The period as the words just before it turn it ("the week before 3 May", "before 2020",
-    "since May"), and where those words begin (the end of `before` when none do)."""
+def _modified(period: Period, before: str, name: str, now: datetime) -> Period:
+    """The period as the words just before it turn it: "the week before 3 May", "the Sunday before
+    25 October", "before 2020", "since May"."""
     if name in ("rolling", "recent"):
-        return period, len(before)
+        return period
     shift = SHIFT.search(before)
     if shift is not None and shift["u"] in WEEKDAYS:  # "the Sunday before 25 October": that day
         back = shift["dir"] in ("before", "avant", "precedant")
         edge = period.start - timedelta(days=1) if back else period.end
         gap = (edge.weekday() - WEEKDAYS[shift["u"]]) % 7 if back else (WEEKDAYS[shift["u"]] - edge.weekday()) % 7
         day = edge - timedelta(days=gap) if back else edge + timedelta(days=gap)
-        return Period(day, day + timedelta(days=1)), shift.start()
+        return Period(day, day + timedelta(days=1))
     if shift is not None:
         span = _SPANS[UNITS[shift["u"]]]
         if shift["dir"] in ("before", "avant", "precedant"):
-            return Period(period.start - span, period.start), shift.start()
-        return Period(period.end, period.end + span), shift.start()
-    if (earlier := BEFORE.search(before)) is not None:
-        return Period(EARLIEST, period.start), earlier.start()
+            return Period(period.start - span, period.start)
+        return Period(period.end, period.end + span)
+    if BEFORE.search(before) is not None:
+        return Period(EARLIEST, period.start)
     if (later := AFTER.search(before)) is not None:
         start = period.start if later["w"] in ("since", "depuis") else period.end
-        return Period(start, max(now, start) + timedelta(days=1)), later.start()
-    return period, len(before)
+        return Period(start, max(now, start) + timedelta(days=1))
+    return period

@@ -171,8 +171,9 @@ class Recall:
         # (portal.domain.recall.dated). Its words stay in the query: they are evidence too.
         period = named_period(query, ctx.clock()) if options.date_weight else None
         query_vector = ctx.embed(place, query, "query")
-        wanted = max(limit, options.date_candidates if period else 0,
-                     options.rerank_candidates if options.reranker is not None else 0)
+        # How many of the first candidates are used (the reranker orders them) and read.
+        used = max(limit, options.rerank_candidates if options.reranker is not None else 0)
+        wanted = max(used, options.date_candidates if period else 0)
         by_id: dict[str, Memory] = {}
         # No snapshot needed: each ranking comes from one read (the recall cache, or one statement),
         # and a memory forgotten or archived by the time the hits are read simply drops out.
@@ -204,7 +205,6 @@ class Recall:
         ranked = [r for r in ranked if r[0] in by_id]
         if period is not None:  # fused scores reach 1 at best (relative fusion); BM25 and ranks have no ceiling
             bounded = query_vector is not None and options.fusion == "relative"
-            used = max(limit, options.rerank_candidates if options.reranker is not None else 0)
             ranked = favour_period(ranked, by_id, period, options.date_weight, options.date_grace,
                                    1.0 if bounded else None, used)
         if query_vector is not None:  # the rerank server is asked with no connection held
@@ -213,7 +213,7 @@ class Recall:
                 ranked = favour_period(ranked[:head], by_id, period, options.date_weight, options.date_grace,
                                        1.0, head) + ranked[head:]
         ranked = ranked[:limit]
-        hits = [(by_id[i], score, how) for i, score, how in ranked if i in by_id]
+        hits = [(by_id[i], score, how) for i, score, how in ranked]
         if mark and hits:
             # A read stays a read: the hits' use (their time, the app's count, its conversation) is
             # written off the request path (`portal.services.use_log`); the answer says it already.

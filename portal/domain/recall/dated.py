@@ -47,6 +47,6 @@ def favour_period(ranked: Sequence[tuple[str, float, str]], memories: Mapping[st
         return []
     floor = sorted((score for _, score, _ in ranked), reverse=True)[min(keep, len(ranked)) - 1]
     scale = 10.0**TIE_DIGITS
-    out = [(i, moved(score) if moved(score) >= floor and i in memories and said_in(memories[i], period, grace)
+    out = [(i, up if (up := moved(score)) >= floor and i in memories and said_in(memories[i], period, grace)
             else score, how) for i, score, how in ranked]
     return sorted(out, key=lambda r: -math.floor(r[1] * scale + 0.5))[:keep]
