@@ -77,7 +77,9 @@ class JobOut(BaseModel):
     result: ConsolidateOut | None = Field(
         None, description="once done (or failed): what the synchronous form answers; its summary only in the first "
                           "answer to the app that sent the job, and within MEMORY_JOB_SUMMARY_MINUTES of the job's end")
-    reason: str | None = Field(None, description="why the last attempt failed, as a code")
+    reason: str | None = Field(None, description=(
+        "why the last attempt failed, as a code; `unavailable` (no model set up where the job runs) and "
+        "`ai_disabled` end the job at once, not tried again"))
     detail: str | None = Field(None, description="the reason in words, and whether the job is tried again (English)")
 
     @classmethod

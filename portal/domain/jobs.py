@@ -7,7 +7,8 @@ once: cleared when it is read, and after a short retention if it never is (the p
 
 States: `queued` (waiting, or waiting to be tried again after the model failed), `running`,
 `done` (the result is the body the synchronous form answers) and `failed` (it failed every time it
-was tried; `reason` says why, as a code).
+was tried, or at once when it can never succeed where it runs: no model set up, `unavailable`, or
+the AI switched off since, `ai_disabled`; `reason` says why, as a code).
 """
 
 from __future__ import annotations

@@ -121,17 +121,7 @@ class Jobs:
             job = replace(job, state=RUNNING, attempts=job.attempts + 1, updated_at=now)
             tx.save_job(job)
             tx.commit()
-        work = job.work or {}
-        summary = None
-        try:
-            result = self.service_for(job.app_id).consolidate(
-                place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
-                language=work.get("language"), attributes=work.get("attributes"))
-            outcome, reason = result.to_json(), result.reason if result.status == "failed" else None
-            summary = (result.summary or "")[:SUMMARY_MAX] or None
-        except Refused as refused:  # the person blocked the app since: it will not run
-            outcome, reason = None, refused.code
-        retry = reason is not None and outcome is not None and job.attempts < MAX_ATTEMPTS
+        outcome, reason, retry, summary = self._attempt(job, place)
         # The transcript goes once the job is over (an erasure: the store cleans up after it); the
         # result keeps counts and codes, the summary waits apart for the job's app (`get`).
         if retry:
@@ -140,7 +130,7 @@ class Jobs:
             finished = replace(job, state=FAILED, reason=reason, result=content_free(outcome), work=None,
                                updated_at=ctx.clock())
         else:
-            finished = replace(job, state=DONE, result=content_free(outcome), summary=summary, work=None,
+            finished = replace(job, state=DONE, result=content_free(outcome), summary=summary, reason=None, work=None,
                                updated_at=ctx.clock())
         with ctx.store.write(place) as tx:
             if tx.get_job(job_id) is None:
@@ -150,6 +140,25 @@ class Jobs:
         log.info("job.%s place=%s id=%s attempts=%d reason=%s", finished.state, pid(place), job_id, job.attempts,
                  reason)
         return ctx.options.job_retry_seconds * 2 ** (job.attempts - 1) if retry else None
+
+    def _attempt(self, job: Job, place: Place) -> tuple[dict[str, Any] | None, str | None, bool, str | None]:
+        """One try of a job: (the synchronous answer, why it failed or None, whether to try again,
+        the model's summary). Only a model that failed is tried again, while attempts are left. A
+        job that can never succeed where it runs is not: no model set up (`unavailable`), the AI
+        switched off since it was sent (`ai_disabled`), the app blocked since (Refused)."""
+        work = job.work or {}
+        try:
+            result = self.service_for(job.app_id).consolidate(
+                place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
+                language=work.get("language"), attributes=work.get("attributes"))
+        except Refused as refused:  # the person blocked the app since: it will not run
+            return None, refused.code, False, None
+        outcome = result.to_json()
+        if result.status == "failed":
+            return outcome, result.reason, job.attempts < MAX_ATTEMPTS, None
+        if result.status == "unavailable":
+            return outcome, result.reason or "unavailable", False, None
+        return outcome, None, False, (result.summary or "")[:SUMMARY_MAX] or None
 
     def stale(self, limit: int = 500) -> Sequence[str]:
         """Jobs a worker should take up: queued, or running longer than a lease without news (its
