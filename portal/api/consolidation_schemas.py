@@ -22,7 +22,8 @@ class Turn(Strict):
 
 class ConsolidateIn(Strict):
     transcript: Annotated[str, StringConstraints(max_length=1_000_000)] | Annotated[list[Turn], Field(max_length=5000)]
-    ref: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    ref: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(..., description=(
+        "the conversation, learnt once per ref; kept only as a digest (a job's `ref`), never as sent"))
     role: Annotated[str, StringConstraints(max_length=64)] | None = None
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
     language: Annotated[str, StringConstraints(max_length=16)] | None = None
@@ -69,7 +70,9 @@ class ConsolidateOut(BaseModel):
 class JobOut(BaseModel):
     id: str
     state: Literal["queued", "running", "done", "failed"]
-    ref: str
+    ref: str = Field(..., description=(
+        "the conversation's key: a digest of the `ref` sent (the same recall keeps of a `conversation_ref`); "
+        "the ref itself is not kept"))
     attempts: int
     max_attempts: int = Field(..., description="how many times the model is tried before the job fails")
     created_at: datetime

@@ -12,6 +12,7 @@ import click
 from flask import current_app
 
 from portal.adapters.sql.migrate import upgrade
+from portal.adapters.sql.ref_keys import KeysNeeded
 from portal.adapters.sql.vector_extension import VectorExtensionError
 from portal.bootstrap import Runtime, build_runtime
 from portal.config import ConfigError, load_config
@@ -101,8 +102,9 @@ def tenant_ref_id(found: Runtime, name_or_id: str | None, as_json: bool = False)
 
 
 def upgrade_schema(found: Runtime) -> None:
-    """Migrate to head; a PostgreSQL whose pgvector is missing or too old is a clear error."""
+    """Migrate to head, with the secret of the keys the runtime checked (0018 digests refs with it);
+    a PostgreSQL whose pgvector is missing or too old is a clear error."""
     try:
-        upgrade(found.engine)
-    except VectorExtensionError as exc:
+        upgrade(found.engine, words_secret=found.store.words_secret)
+    except (VectorExtensionError, KeysNeeded) as exc:
         raise click.ClickException(str(exc)) from None

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from portal.domain.apps import NO_MEMORY, TEMPORARY
+from portal.domain.decisions import conversation_key
 from portal.domain.errors import Conflict, InvalidWhere, NotFound, Refused
 from portal.domain.extraction import Extraction, read_extraction
 from portal.domain.options import new_id
@@ -68,19 +69,15 @@ class Consolidation:
         self.memories = memories
 
     def consolidate(
-        self,
-        place: Any,
-        transcript: Any,
-        ref: Any,
-        role: str | None = None,
-        person_name: str | None = None,
-        language: str | None = None,
-        attributes: Any = None,
-        temporary: bool = False,
+        self, place: Any, transcript: Any, ref: Any, role: str | None = None, person_name: str | None = None,
+        language: str | None = None, attributes: Any = None, temporary: bool = False, digested: bool = False,
     ) -> ConsolidationResult:
         """Learn from a finished conversation, once per `ref`. Never raises. `attributes` go with
         each memory it adds (portal.domain.attributes; a host's agent, run, metadata...).
-        `temporary`: a conversation that teaches nothing (`_temporary`): status `temporary`.
+        `temporary`: a conversation that teaches nothing (`_temporary`): status `temporary`. What is
+        kept of `ref` (its claim, the memories' sources) is its conversation key, the digest recall
+        keeps of a conversation (`conversation_key`), never the reference; `digested`: `ref` is that
+        key already (a background job's, `portal.services.jobs`).
 
         Statuses: done, already (this ref was consolidated), paused (marked done, nothing learnt,
         even after resume), empty (nothing to read), unavailable (no model, or the AI is off:
@@ -105,6 +102,7 @@ class Consolidation:
             shown = self._shown(place, transcript, ref)
             if isinstance(shown, ConsolidationResult):
                 return shown
+            ref = ref if digested else conversation_key(ref, self.ctx.store.words_secret)
             lease = self.ctx.options.lease_seconds
             claimed, paused = self._claim(place, ref, holder, lease)
             if not claimed:

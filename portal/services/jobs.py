@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from portal.domain.attributes import checked_attributes
+from portal.domain.decisions import conversation_key
 from portal.domain.errors import NotFound, Refused
 from portal.domain.jobs import DONE, FAILED, QUEUED, RUNNING, Job, JobQueue, content_free
 from portal.domain.types import Place, as_place
@@ -59,7 +60,9 @@ class Jobs:
             raise Refused("invalid_transcript")
         attributes = checked_attributes(attributes)  # refused now, not when the worker runs it
         now = ctx.clock()
-        job = Job(ctx.id_factory(), place.owner_id, place.scope, ref, QUEUED, 0, now, now,
+        # The conversation is kept by its key (`conversation_key`), as the consolidation it runs keeps it.
+        job = Job(ctx.id_factory(), place.owner_id, place.scope, conversation_key(ref, ctx.store.words_secret),
+                  QUEUED, 0, now, now,
                   app_id=ctx.app.id if ctx.app else None,
                   work={"transcript": transcript, "role": role, "person_name": person_name, "language": language,
                         "attributes": attributes})
@@ -150,7 +153,7 @@ class Jobs:
         try:
             result = self.service_for(job.app_id).consolidate(
                 place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
-                language=work.get("language"), attributes=work.get("attributes"))
+                language=work.get("language"), attributes=work.get("attributes"), digested=True)
         except Refused as refused:  # the person blocked the app since: it will not run
             return None, refused.code, False, None
         outcome = result.to_json()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from portal.adapters.llm import OpenAICompatibleLLM
+from portal.domain.decisions import conversation_key
 
 from ..fakes.llm_server import FakeLLMServer, Reply
 from .conftest import World
@@ -61,7 +62,9 @@ def test_consolidate_learns_in_the_background_once_per_ref(any_llm_world: World,
         assert sorted(m.text for m in unseen) == ["Has a cat called Miso", "Is training for a marathon in April"]
         cat = next(m for m in unseen if "Miso" in m.text)
         assert (cat.origin, cat.channel, cat.seen, cat.importance) == ("inferred", "background", False, 4)
-        assert (cat.sources[0].kind, cat.sources[0].ref) == ("consolidation", "conv-1")
+        # The conversation is kept by its key, never by the host's reference (issue 38, item 25).
+        key = conversation_key("conv-1", llm_world.runtime.store.words_secret)
+        assert (cat.sources[0].kind, cat.sources[0].ref) == ("consolidation", key)
         assert memory.consolidate("ada", TRANSCRIPT, "conv-1").status == "already"
         assert memory.mark_seen("ada", [m.id for m in unseen]) == 2 and memory.unseen("ada") == []
     assert len(server.requests) == 1

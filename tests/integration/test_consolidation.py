@@ -13,6 +13,7 @@ import pytest
 from portal.adapters.llm import OpenAICompatibleLLM
 from portal.adapters.memory.store import InMemoryStore
 from portal.adapters.memory.transaction import _Tx
+from portal.domain.decisions import conversation_key
 from portal.domain.options import Options
 from portal.domain.rules import pattern_rule
 from portal.domain.types import Place, Saved
@@ -60,7 +61,8 @@ def test_done_learns_facts_on_the_background_channel_with_provenance(server: Fak
     assert sorted(m.text for m in unseen) == ["Has a cat called Miso", "Is training for a marathon in April"]
     cat = next(m for m in unseen if "Miso" in m.text)
     assert (cat.origin, cat.channel, cat.importance) == ("inferred", "background", 4)
-    assert cat.sources[0].kind == "consolidation" and cat.sources[0].ref == "conv-1" and cat.sources[0].messages == (0,)
+    key = conversation_key("conv-1", None)  # the conversation's key, never the host's reference (issue 38, item 25)
+    assert cat.sources[0].kind == "consolidation" and cat.sources[0].ref == key and cat.sources[0].messages == (0,)
     assert service.mark_seen(PLACE, [m.id for m in unseen]) == 2
     assert service.list_unseen(PLACE) == []
 

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from portal.adapters.memory.store import InMemoryStore
+from portal.domain.decisions import conversation_key
 from portal.domain.options import Options
 from portal.domain.types import Place, Receipt
 from portal.services.idempotency import PENDING, Answer, StillRunning, once
@@ -59,7 +60,9 @@ def test_a_conversation_whose_worker_died_is_learnt_by_the_retry_exactly_once(cl
     store = InMemoryStore()
     service = MemoryService(store, clock=clock, options=Options(lease_seconds=5))
     with store.write(HERE) as tx:  # the claim of a worker killed while its model was thinking
-        tx.claim_ref("conv-1", clock(), lease_until=clock.now + timedelta(seconds=5), holder="dead-worker")
+        # (a conversation is claimed by its key: portal.domain.decisions.conversation_key)
+        tx.claim_ref(conversation_key("conv-1", None), clock(), lease_until=clock.now + timedelta(seconds=5),
+                     holder="dead-worker")
         tx.commit()
 
     class Model:

@@ -24,8 +24,10 @@ def alembic_config(engine: Engine | None = None) -> Config:
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
+def upgrade(engine: Engine, revision: str = "head", words_secret: bytes | None = None) -> None:
     """Bring the database to `revision` (idempotent: an up-to-date database is left as it is).
+    `words_secret`: the store's (`SqlStore.words_secret`), for the migrations that keep a keyed
+    digest (0018: a database whose text is encrypted is not migrated without it).
 
     On SQLite, once migrations ran, the write-ahead log is checkpointed and truncated. On
     PostgreSQL it first refuses, with VectorExtensionError, a server whose pgvector is missing
@@ -37,6 +39,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             require_supported(conn)
         before = MigrationContext.configure(conn).get_current_revision()
         config.attributes["connection"] = conn
+        config.attributes["words_secret"] = words_secret
         command.upgrade(config, revision)
         ran = MigrationContext.configure(conn).get_current_revision() != before
     if ran and engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
