@@ -109,3 +109,46 @@ class JobsContract(ContractBase):
         assert sorted(store.unfinished_jobs(self.at(100), 10)) == [jobs["queued"].id]
         with store.read(here) as tx:
             assert [j.id for j in tx.jobs()] == [jobs["queued"].id, jobs["recent"].id]
+
+    def test_forgetting_what_a_job_taught_erases_its_summary_in_the_same_transaction(self, store: Store) -> None:
+        """A job's summary may say what it taught: it goes, in the transaction that erases any of it —
+        a memory removed (forget, forget matching, undo, expiry), its earlier wordings erased, its
+        wording overwritten in place or undone. Other jobs, and other places' jobs, keep theirs."""
+        here, elsewhere = self.place(store), self.place(store, owner="owner-b")
+        cat, run, tea, song, kept = self.add(store, here, "Has a cat", "Runs", "Likes tea", "Sings", "Reads")
+
+        def done(place: Place, *taught: str) -> Job:
+            job = replace(self.job(store), id=self.new_id(), owner_id=place.owner_id, scope=place.scope, state=DONE,
+                          result={"status": "done"}, work=None, summary=f"Talked about {len(taught)} things",
+                          taught=taught)
+            with store.write(place) as tx:
+                tx.put_job(job)
+                tx.commit()
+            return job
+
+        def summary(place: Place, job: Job) -> str | None:
+            with store.read(place) as tx:
+                found = tx.get_job(job.id)
+                assert found is not None and found.taught == job.taught
+                return found.summary
+
+        two, one, third, fourth, quiet = done(here, cat.id, kept.id), done(here, run.id), done(here, tea.id), \
+            done(here, song.id), done(here, kept.id)
+        theirs = done(elsewhere, cat.id, run.id, tea.id, song.id)
+        with store.write(here) as tx:
+            tx.remove([cat.id])
+            assert tx.get_job(two.id).summary is None  # type: ignore[union-attr]
+            # left without a commit: the summary is back with the memory
+        assert summary(here, two) is not None
+        with store.write(here) as tx:
+            tx.remove([cat.id])
+            tx.push_revision(self.revision(run, 1))
+            tx.commit()
+        with store.write(here) as tx:
+            assert tx.erase_history(run.id) == 1
+            assert tx.save(tea.copy(text="Likes green tea", revision=2, last_op="in_place"), 1)
+            assert tx.save(song.copy(text="Sings in a choir", revision=2, last_op="undo"), 1)
+            assert tx.save(kept.copy(text="Reads novels", revision=2, last_op="update"), 1)
+            tx.commit()
+        assert [summary(here, j) for j in (two, one, third, fourth)] == [None] * 4
+        assert summary(here, quiet) == quiet.summary and summary(elsewhere, theirs) == theirs.summary

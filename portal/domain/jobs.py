@@ -45,6 +45,9 @@ class Job:
     work: dict[str, Any] | None = None
     # The model's summary, until the job's app has read it or it expired (see the module docstring).
     summary: str | None = None
+    # The memories its run added, corrected or said again (ids only): erasing any of their words
+    # erases the summary too, which may say them (the store, in the same transaction).
+    taught: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The job as its app sees it: the summary is in the result only while this Job carries it

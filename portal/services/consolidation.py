@@ -52,6 +52,8 @@ class ConsolidationResult:
     failed: int = 0
     proposed: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
+    # The ids of the memories it added, corrected or said again (not answered: a job keeps them).
+    taught: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -235,6 +237,7 @@ class Consolidation:
             ))
             if outcome is None:
                 continue
+            result.taught.append(outcome.memory.id)
             if outcome.reinforced:
                 result.reinforced += 1
             else:
@@ -248,6 +251,7 @@ class Consolidation:
             ))
             if outcome is None:
                 continue
+            result.taught.append(outcome.memory.id)
             if outcome.reinforced:
                 result.reinforced += 1  # said again: nothing new learnt, nothing corrected
             elif outcome.replaced_id:

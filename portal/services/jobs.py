@@ -124,7 +124,7 @@ class Jobs:
             job = replace(job, state=RUNNING, attempts=job.attempts + 1, updated_at=now)
             tx.save_job(job)
             tx.commit()
-        outcome, reason, retry, summary = self._attempt(job, place)
+        outcome, reason, retry, summary, taught = self._attempt(job, place)
         # The transcript goes once the job is over (an erasure: the store cleans up after it); the
         # result keeps counts and codes, the summary waits apart for the job's app (`get`).
         if retry:
@@ -134,19 +134,23 @@ class Jobs:
                                updated_at=ctx.clock())
         else:
             finished = replace(job, state=DONE, result=content_free(outcome), summary=summary, reason=None, work=None,
-                               updated_at=ctx.clock())
+                               taught=taught, updated_at=ctx.clock())
         with ctx.store.write(place) as tx:
             if tx.get_job(job_id) is None:
                 return None  # erased while it ran: nothing of it stays
+            if finished.summary is not None and len(tx.get_many(list(taught))) < len(taught):
+                # Something it taught was forgotten while it ran: the summary, which may say it, is not kept.
+                finished = replace(finished, summary=None)
             tx.save_job(finished)
             tx.commit()
         log.info("job.%s place=%s id=%s attempts=%d reason=%s", finished.state, pid(place), job_id, job.attempts,
                  reason)
         return ctx.options.job_retry_seconds * 2 ** (job.attempts - 1) if retry else None
 
-    def _attempt(self, job: Job, place: Place) -> tuple[dict[str, Any] | None, str | None, bool, str | None]:
+    def _attempt(self, job: Job, place: Place
+                 ) -> tuple[dict[str, Any] | None, str | None, bool, str | None, tuple[str, ...]]:
         """One try of a job: (the synchronous answer, why it failed or None, whether to try again,
-        the model's summary). Only a model that failed is tried again, while attempts are left. A
+        the model's summary, the memories it taught). Only a model that failed is tried again, while attempts are left. A
         job that can never succeed where it runs is not: no model set up (`unavailable`), the AI
         switched off since it was sent (`ai_disabled`), the app blocked since (Refused)."""
         work = job.work or {}
@@ -155,13 +159,13 @@ class Jobs:
                 place, work.get("transcript"), job.ref, role=work.get("role"), person_name=work.get("person_name"),
                 language=work.get("language"), attributes=work.get("attributes"), digested=True)
         except Refused as refused:  # the person blocked the app since: it will not run
-            return None, refused.code, False, None
+            return None, refused.code, False, None, ()
         outcome = result.to_json()
         if result.status == "failed":
-            return outcome, result.reason, job.attempts < MAX_ATTEMPTS, None
+            return outcome, result.reason, job.attempts < MAX_ATTEMPTS, None, ()
         if result.status == "unavailable":
-            return outcome, result.reason or "unavailable", False, None
-        return outcome, None, False, (result.summary or "")[:SUMMARY_MAX] or None
+            return outcome, result.reason or "unavailable", False, None, ()
+        return outcome, None, False, (result.summary or "")[:SUMMARY_MAX] or None, tuple(dict.fromkeys(result.taught))
 
     def stale(self, limit: int = 500) -> Sequence[str]:
         """Jobs a worker should take up: queued, or running longer than a lease without news (its

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import io
 import re
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.client import Client
 
 from portal.cli import register
+from portal.domain.decisions import conversation_key
 from portal.mcp.server import Caller, Context, build_server, caller_for
 from portal.services.jobs import MAX_ATTEMPTS
 
@@ -109,4 +111,6 @@ def background(p: Person, w: dict[str, str], server: FakeLLMServer, facts: Any) 
     server.replies.clear()
     send(JOB_REFS["queued"], f"Tomorrow I will see {w['job queued: transcript']}.")
     states = {j["ref"]: j["state"] for j in service.export(p.place)["jobs"]}
-    assert states == {JOB_REFS["done"]: "done", JOB_REFS["failed"]: "failed", JOB_REFS["queued"]: "queued"}, states
+    key = partial(conversation_key, secret=p.world.runtime.store.words_secret)  # what is kept of a ref
+    assert states == {key(JOB_REFS["done"]): "done", key(JOB_REFS["failed"]): "failed",
+                      key(JOB_REFS["queued"]): "queued"}, states

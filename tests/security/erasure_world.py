@@ -395,9 +395,10 @@ def _look(run: Run, p: Person, server: FakeLLMServer, database: Path | None) -> 
     jobs = [j["id"] for j in p.world.runtime.service.export(p.place)["jobs"]]
     erase(p, run.way, run.words)
     if run.way not in PURGING:
-        # Time passes again: the summary no app read is erased by the sweep once its retention is
-        # over. (After the person's erasure it must be gone already: no sweep there.)
-        later(p, minutes=16 + 61)
+        # Time passes again, past the Undo of the edits (the sweep erases what they replaced) but not
+        # past the retention of the summary no app read: forgetting what its job taught erased it
+        # (issue 38, item 24). (After the person's erasure everything must be gone already: no sweep.)
+        later(p, minutes=16)
         p.world.runtime.service.sweep()
     assert store.settle(30)  # what the erasure leaves to clean off the request's path
     erased = list(run.erased.values())

@@ -6,7 +6,8 @@ the in-process twins of the SQL stores' WHERE clause and ORDER BY (see `.store`,
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
 from portal.domain.apps import AppUse
@@ -56,6 +57,13 @@ class _PlaceData:
                            1 if self.settings is not None else 0, len(self.refs), len(self.receipts),
                            len(self.tombstones), len(self.uses) + len(self.conversations), len(self.controls),
                            len(self.jobs))
+
+    def forget_taught(self, ids: Iterable[str] | None) -> None:
+        """Erase the summary of each job that taught one of `ids` (None: any memory): their words go."""
+        gone = None if ids is None else set(ids)
+        for job in list(self.jobs.values()):
+            if job.summary is not None and job.taught and (gone is None or not gone.isdisjoint(job.taught)):
+                self.jobs[job.id] = replace(job, summary=None)
 
     def copy(self) -> _PlaceData:
         return _PlaceData(

@@ -158,6 +158,8 @@ class _Tx(PlaceConversations):
         data.memories[memory.id] = memory.copy()
         if memory.text != current.text:
             data.terms.pop(memory.id, None)
+        if memory.last_op in ("in_place", "undo"):  # a wording overwritten or taken back: erased
+            data.forget_taught([memory.id])
         return True
 
     def push_revision(self, revision: Revision) -> None:
@@ -168,7 +170,11 @@ class _Tx(PlaceConversations):
         return stack.pop() if stack else None
 
     def erase_history(self, memory_id: str) -> int:
-        return len(self._w().revisions.pop(memory_id, [])) if memory_id in self._data.revisions else 0
+        if not self._data.revisions.get(memory_id):
+            return 0
+        data = self._w()
+        data.forget_taught([memory_id])
+        return len(data.revisions.pop(memory_id))
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
         data = self._w(vectors=True)
@@ -180,9 +186,11 @@ class _Tx(PlaceConversations):
             revisions += len(data.revisions.pop(i, []))
         gone = set(ids)
         data.conversations = {k: v for k, v in data.conversations.items() if k[2] not in gone}
+        data.forget_taught(gone)
         return memories, revisions
 
     def remove_all(self) -> tuple[int, int]:
+        self._w().forget_taught(None)
         return self.remove(list(self._data.memories))
 
     def set_state(self, ids: Sequence[str], state: str) -> int:

@@ -176,7 +176,8 @@ class PlaceRecords(PlaceTxState):
                    row["created_at"], row["updated_at"], row["app_id"],
                    json.loads(row["result"]) if row["result"] is not None else None, row["reason"],
                    json.loads(decrypt(row["work"])) if row["work"] is not None else None,
-                   decrypt(row["summary"]) if row["summary"] is not None else None)
+                   decrypt(row["summary"]) if row["summary"] is not None else None,
+                   tuple(json.loads(row["taught"])) if row["taught"] else ())
 
     def jobs(self) -> list[Job]:
         j = consolidation_jobs.c
@@ -195,12 +196,28 @@ class PlaceRecords(PlaceTxState):
             self.erased.add("consolidation_jobs")
         return True
 
+    def forget_taught(self, ids: Sequence[str] | None) -> None:
+        """Erase the summary of each job of this place that taught one of `ids` (None: any memory),
+        whose words this transaction erases: a summary may say them. Cleared as `save_job` clears
+        one (an erasure the store cleans up after, as after a forget); the few jobs with a summary
+        left (it lives an hour at most) are read, not every job."""
+        j = consolidation_jobs.c
+        rows = self.conn.execute(select(j.id, j.taught).where(
+            self.here(consolidation_jobs), j.summary.is_not(None), j.taught.is_not(None))).all()
+        gone = None if ids is None else set(ids)
+        doomed = [r.id for r in rows if gone is None or not gone.isdisjoint(json.loads(r.taught))]
+        if doomed:
+            self.conn.execute(update(consolidation_jobs).where(self.here(consolidation_jobs), j.id.in_(doomed))
+                              .values(summary=None))
+            self.erased.add("consolidation_jobs")
+
     def _job_values(self, job: Job) -> dict[str, Any]:
         encrypt = self.store.encrypt
         return {"ref": job.ref, "state": job.state, "attempts": job.attempts, "app_id": job.app_id,
                 "result": None if job.result is None else json.dumps(content_free(job.result)), "reason": job.reason,
                 "work": None if job.work is None else encrypt(json.dumps(job.work)),
                 "summary": None if job.summary is None else encrypt(job.summary),
+                "taught": json.dumps(list(job.taught)) if job.taught else None,
                 "created_at": job.created_at, "updated_at": job.updated_at}
 
     # ---------------------------------------------------------------- the whole place, the audit trail

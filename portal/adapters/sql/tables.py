@@ -233,6 +233,8 @@ consolidation_jobs = Table(
     Column("work", Text, nullable=True),
     # The model's summary, encrypted like memory text, until the job's app reads it (once) or it expires.
     Column("summary", Text, nullable=True),
+    # The ids of the memories the job's run wrote (JSON list): erasing any of their words clears the summary.
+    Column("taught", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Index("ix_consolidation_jobs_id", "id"),

@@ -42,6 +42,7 @@ class PlaceWriting(PlaceTxState):
     here: Callable[..., ColumnElement[bool]]
     _memory: Callable[[RowMapping], Memory]
     _revision: Callable[[RowMapping], Revision]
+    forget_taught: Callable[[Sequence[str] | None], None]
 
     def insert(self, memory: Memory) -> int:
         # One statement: inserted unless the id is tombstoned here, and the count rides on it
@@ -67,6 +68,7 @@ class PlaceWriting(PlaceTxState):
         # An in-place edit overwrote a wording, an undo took one back: both are erasures.
         if done and memory.last_op in ("in_place", "undo"):
             self.erased.add("memories")
+            self.forget_taught([memory.id])
         return bool(done)
 
     def push_revision(self, revision: Revision) -> None:
@@ -104,6 +106,7 @@ class PlaceWriting(PlaceTxState):
         ).rowcount
         if erased:
             self.erased.add("memory_revisions")
+            self.forget_taught([memory_id])
         return int(erased)
 
     def remove(self, ids: Sequence[str]) -> tuple[int, int]:
@@ -117,6 +120,8 @@ class PlaceWriting(PlaceTxState):
         self.conn.execute(delete(conversation_uses).where(self.here(conversation_uses),
                                                           conversation_uses.c.memory_id.in_(wanted)))
         self._erased_rows(removed, revisions)
+        if removed:
+            self.forget_taught(wanted)
         return removed, revisions
 
     def remove_all(self) -> tuple[int, int]:
@@ -124,6 +129,8 @@ class PlaceWriting(PlaceTxState):
         removed = self.conn.execute(delete(memories).where(self.here())).rowcount
         self.conn.execute(delete(conversation_uses).where(self.here(conversation_uses)))
         self._erased_rows(removed, revisions)
+        if removed:
+            self.forget_taught(None)
         return removed, revisions
 
     def _erased_rows(self, memories_: int, revisions: int) -> None:
