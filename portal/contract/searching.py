@@ -173,6 +173,25 @@ class SearchingContract(ContractBase):
             assert [i for i, _ in self.search_words(store, tx, "violin", 10, Filters(kinds=("goal",)))] == [goal.id]
             assert len(self.search_words(store, tx, "violin", 1, Filters())) == 1
 
+    def test_search_words_each_answers_each_query_as_search_words_does(self, store: Store) -> None:
+        """Several queries over one read of the place (forget matching's subject and the people it
+        names): each answer is what `search_words` answers alone, under every filter, in a read
+        transaction after a recall (the SQL stores' recall cache holds the place) and in a write one."""
+        here = self.place(store)
+        self.add(store, here, "Learn the violin with Anna", "Pythonista at heart", kind="goal")
+        self.add(store, here, "Owns a violin", "Anna moved to Oslo", "Walks with Will and Anna")
+        self.add(store, here, "Sold a violin to Will", state="archived")
+        self.add(store, here, "Anna lent a violin", expires_at=self.at(-3600))  # kept no longer
+        queries = ["violin", "anna", "will", "pyth", "oslo anna violin", "nothing here"]
+        for filters in (Filters(), ALL, Filters(state="archived"), Filters(kinds=("goal",)), Filters(app="app-1")):
+            with store.read(here) as tx:
+                tx.search_words("warm", 5, Filters())  # a recall's word search: the place cached
+                alone = [tx.search_words(q, 3, filters) for q in queries]
+                assert tx.search_words_each(queries, 3, filters) == alone, filters
+                assert tx.search_words_each([], 3, filters) == []
+            with store.write(here) as tx:
+                assert tx.search_words_each(queries, 3, filters) == alone, filters
+
     # ================================================================== vectors
 
     def test_needing_vector_lists_memories_without_a_current_vector(self, store: Store) -> None:

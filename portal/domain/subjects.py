@@ -35,6 +35,7 @@ from portal.domain.text import STOP_WORDS, fold
 from portal.domain.types import Place
 
 PREVIEW_MAX = 200  # memories one preview lists (and one confirmation may forget)
+MAX_NAMES = 32  # people one subject names (as its words are ranked by their first 32 terms)
 PREVIEW_VALID = timedelta(minutes=30)  # how long a preview may be confirmed
 MAX_SUBJECT = 500  # characters of a subject, as of a memory
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -64,7 +65,8 @@ def _tokens(text: str) -> list[tuple[str, bool]]:
 def names_in(subject: str, known: Iterable[str]) -> list[Name]:
     """The people `subject` names: every known name whose words it holds in a row, then every word
     it writes with a capital (its first word too, unless that is a stop word: "My sister Anna").
-    In the subject's order, without repeats."""
+    In the subject's order, without repeats, the first MAX_NAMES of them (a subject of capitalised
+    short words names a person with each: each name is a search, and the searches are bounded)."""
     said = _tokens(subject)
     folded = [w for w, _ in said]
     found: list[tuple[str, ...]] = []
@@ -75,15 +77,25 @@ def names_in(subject: str, known: Iterable[str]) -> list[Name]:
     for i, (word, capital) in enumerate(said):
         if capital and not (i == 0 and word in STOP_WORDS):
             found.append((word,))
-    unique = list(dict.fromkeys(found))
+    unique = list(dict.fromkeys(found))[:MAX_NAMES]
     return [Name(words, all(w in STOP_WORDS for w in words)) for words in unique]
 
 
 def mentions(text: str, name: Name) -> bool:
     """Whether a memory's text holds the name as whole words in a row (with its capital, when
     the name is made of stop words only)."""
+    return mentions_any(text, [name])
+
+
+def mentions_any(text: str, names: Iterable[Name]) -> bool:
+    """Whether a memory's text mentions any of these people (`mentions`), its words read once."""
     said = _tokens(text)
     folded = [w for w, _ in said]
+    present = set(folded)
+    return any(name.words[0] in present and _holds(said, folded, name) for name in names if name.words)
+
+
+def _holds(said: list[tuple[str, bool]], folded: list[str], name: Name) -> bool:
     start = 0
     while (at := _run_at(folded, name.words, start)) is not None:
         if not name.capital or all(capital for _, capital in said[at:at + len(name.words)]):

@@ -54,6 +54,11 @@ class StoreTx(Protocol):
         """BM25 of the query's terms over the place's memories passing the filters, best first (a
         fragment match when no term is found); see `portal.domain.recall.ranking.words_top`."""
         ...
+    def search_words_each(self, queries: Sequence[str], limit: int,
+                          filters: Filters) -> builtins.list[builtins.list[tuple[str, float]]]:
+        """`search_words` of each query, from one read of the place (its active memories' terms
+        from the recall cache where a store keeps one): what a preview naming many people asks."""
+        ...
     def embeddings(self, ids: Sequence[str], app: str | None = None) -> dict[str, Embedding]:
         """The vectors of those of these memories (in any state, kept now, and with `app` usable
         by that app) that have one, by id."""

@@ -89,6 +89,9 @@ class AppTx:
     def search_words(self, query: str, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         return self._tx.search_words(query, limit, self._only(filters))
 
+    def search_words_each(self, queries: Sequence[str], limit: int, filters: Filters) -> Any:
+        return self._tx.search_words_each(queries, limit, self._only(filters))
+
     def embeddings(self, ids: Sequence[str]) -> dict[str, Embedding]:
         return self._tx.embeddings(ids, app=self._app.id)
 

@@ -5,9 +5,11 @@ transaction.
 Matching is recall's "relevant only", over active and archived memories alike (the person wants it
 all gone): a memory matches when it shares a ranking term with the subject (stemmed, stop words
 left out), when its plain cosine to the subject reaches the relevance floor, or when it mentions a
-person the subject names (`portal.domain.subjects`). The rankings are the store's own (its word
-search and `Meaning`, uncentred so the floor is the plain cosine), fused as recall fuses them for
-the order; a fragment match, which shares no word, is not a match here.
+person the subject names (`portal.domain.subjects`: the first MAX_NAMES). The rankings are the
+store's own (its word search of the subject and of each name, all over one read of the place —
+`search_words_each`, the active memories' terms from the recall cache —, and `Meaning`, uncentred
+so the floor is the plain cosine), fused as recall fuses them for the order; a fragment match,
+which shares no word, is not a match here.
 
 The preview reads: it marks nothing used and, for an app, records what any read records. The
 confirmation takes the preview's sealed token and the ids the person kept ticked: an id the
@@ -31,7 +33,7 @@ from portal.domain.errors import InvalidArgument, Refused
 from portal.domain.queries import Filters
 from portal.domain.recall.meaning import Meaning
 from portal.domain.recall.ranking import fuse, fuse_scores
-from portal.domain.subjects import MAX_SUBJECT, PREVIEW_MAX, PREVIEW_VALID, mentions, names_in, opened, seal
+from portal.domain.subjects import MAX_SUBJECT, PREVIEW_MAX, PREVIEW_VALID, mentions_any, names_in, opened, seal
 from portal.domain.text import query_terms, terms
 from portal.domain.types import Memory, Place, as_place
 from portal.inputs import is_valid_text
@@ -89,12 +91,14 @@ class Subject:
         every = Filters(state=None)  # archived memories too
         depth = PREVIEW_MAX + 1
         with ctx.store.read(place) as tx:
-            lexical = tx.search_words(subject, depth, every)
+            # The subject's words and each name's, ranked over one read of the place (the active
+            # memories' terms from the recall cache): a name costs a look-up, not a read.
+            lexical, *by_name = tx.search_words_each([subject, *(name.query for name in names)], depth, every)
             semantic: builtins.list[tuple[str, float]] = []
             if vector is not None:
                 meaning = Meaning(tx, vector, every, 0.0)  # uncentred: the floor is on the plain cosine
                 semantic = meaning.ranking(meaning.query, depth, floor)
-            named = [i for name in names for i, _ in tx.search_words(name.query, depth, every)]
+            named = [i for ranking in by_name for i, _ in ranking]
             combine = fuse if options.fusion == "rrf" else fuse_scores
             ranked = [i for i, _, _ in combine([("vector", semantic, options.vector_weight),
                                                 ("lexical", lexical, options.lexical_weight)], 2 * depth)]
@@ -102,8 +106,7 @@ class Subject:
             found = {m.id: m for m in tx.get_many(candidates)}
         by_meaning = {i for i, _ in semantic}
         matched = [found[i] for i in candidates if i in found and (
-            i in by_meaning or not wanted.isdisjoint(terms(found[i].text))
-            or any(mentions(found[i].text, name) for name in names))]
+            i in by_meaning or not wanted.isdisjoint(terms(found[i].text)) or mentions_any(found[i].text, names))]
         shown = matched[:PREVIEW_MAX]
         note_reads(ctx, place, READ, [m.id for m in shown])
         token = seal(place, {m.id: m.revision for m in shown}, ctx.clock() + PREVIEW_VALID, ctx.store.words_secret)

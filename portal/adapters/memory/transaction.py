@@ -129,6 +129,11 @@ class _Tx(PlaceConversations):
         index, left = self._ranking(filters)
         return index.search_words(query, limit, left)
 
+    def search_words_each(self, queries: Sequence[str], limit: int,
+                          filters: Filters) -> builtins.list[builtins.list[tuple[str, float]]]:
+        index, left = self._ranking(filters)  # made once for every query
+        return [index.search_words(q, limit, left) for q in queries]
+
     def embeddings(self, ids: Sequence[str], app: str | None = None) -> dict[str, Embedding]:
         found = ((i, self._data.memories.get(i)) for i in ids if isinstance(i, str))
         return {i: m.embedding for i, m in found if m is not None and m.embedding is not None

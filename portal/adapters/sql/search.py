@@ -16,14 +16,16 @@ a fragment match over the place's terms takes over.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Float, LargeBinary, func, select, type_coerce
 
 from portal.adapters.sql.tables import VectorType, memories
-from portal.domain.recall.ranking import bag, bm25_rank, cosine_top, fragment_top, row_norms
-from portal.domain.text import weighted_query_terms
+from portal.domain.recall.ranking import WordIndex, bag, bm25_rank, cosine_top, fragment_top, row_norms
+from portal.domain.text import terms, weighted_query_terms
 from portal.domain.types import Embedding
 from portal.ports import Filters
 
@@ -77,6 +79,29 @@ def mean_vector(tx: SqlTx, model: str, dim: int, filters: Filters) -> np.ndarray
     if not len(matrix):
         return None
     return (matrix / norms[:, None]).mean(axis=0).astype(np.float32)
+
+
+def words_each(tx: SqlTx, queries: Sequence[str], limit: int, filters: Filters) -> list[list[tuple[str, float]]]:
+    """`search_words` of each query over one read of the place: the terms of every memory passing
+    the filters made into one `WordIndex` (the same BM25 and fragment match as `words_ranking` and
+    the recall cache). The active memories' terms come from the recall cache when it holds the
+    place (no text is read or decrypted for them); the others' are read once."""
+    if not queries:
+        return []
+    filters = tx.at_now(filters)
+    where = [tx.here(), *tx.filtered(filters)]
+    active = replace(filters, state="active")
+    cached = tx.place_index(active) if filters.state in (None, "active") else None
+    docs = list(cached.bags(active)) if cached is not None else []  # a copy: the cache's own list stays
+    if cached is not None:
+        where.append(M.state != "active")
+    if cached is None or filters.state is None:
+        words = M.search_text if tx.store.searches_text else M.text
+        for memory_id, stored in tx.conn.execute(select(M.id, words).where(*where)):
+            toks = (stored or "").split() if tx.store.searches_text else terms(tx.store.decrypt(stored))
+            docs.append(bag(memory_id, toks))
+    index = WordIndex(docs)
+    return [index.top(query, limit) for query in queries]
 
 
 def words_ranking(tx: SqlTx, query: str, limit: int, filters: Filters) -> list[tuple[str, float]]:

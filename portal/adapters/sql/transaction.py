@@ -24,7 +24,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.conversations import PlaceConversations
 from portal.adapters.sql.records import PlaceRecords
-from portal.adapters.sql.search import mean_vector, nearest_rows, words_ranking
+from portal.adapters.sql.search import mean_vector, nearest_rows, words_each, words_ranking
 from portal.adapters.sql.statements import (
     FIND_WORDS,
     GET,
@@ -218,6 +218,10 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
             listed = sorted(self.list(filters), key=lambda m: m.id)
             return words_top(query, [bag(m.id, terms(m.text)) for m in listed], limit)
         return words_ranking(self, query, limit, filters)
+
+    def search_words_each(self, queries: Sequence[str], limit: int,
+                          filters: Filters) -> builtins.list[builtins.list[tuple[str, float]]]:
+        return words_each(self, queries, limit, filters)
 
     def embeddings(self, ids: Sequence[str], app: str | None = None) -> dict[str, Embedding]:
         wanted = [i for i in dict.fromkeys(ids) if could_be_id(i)]

@@ -224,14 +224,22 @@ class PlaceIndex:
         view = self.view_for(filters)
         if view is not self:
             return view.search_words(query, limit, filters)
+        if self._passing(filters) is None:
+            if self._words is None:
+                self._words = WordIndex(self.bags(filters))
+            return self._words.top(query, limit)
+        return words_top(query, self.bags(filters), limit)
+
+    def bags(self, filters: Filters) -> builtins.list[Bag]:
+        """The memories passing `filters` (and that the asker may receive) as `search_words` ranks
+        them: each one's id and ranking terms, counted."""
+        view = self.view_for(filters)
+        if view is not self:
+            return view.bags(filters)
         if self._bags is None:
             self._bags = [bag(i, list(t)) for i, t in zip(self._ids, self._terms, strict=True)]
         mask = self._passing(filters)
-        if mask is None:
-            if self._words is None:
-                self._words = WordIndex(self._bags)
-            return self._words.top(query, limit)
-        return words_top(query, [b for b, keep in zip(self._bags, mask, strict=True) if keep], limit)
+        return self._bags if mask is None else [b for b, keep in zip(self._bags, mask, strict=True) if keep]
 
     def embeddings(self, ids: Sequence[str]) -> tuple[dict[str, Embedding], builtins.list[str]]:
         """The vectors of these memories, and the ids it does not know (not active here)."""

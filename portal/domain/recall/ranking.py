@@ -142,7 +142,7 @@ class WordIndex:
     query costs what its terms' postings hold rather than a look at every doc. For a store that
     ranks one place's memories again and again between writes."""
 
-    __slots__ = ("_ids", "_docs", "_postings", "_norm", "_count", "_haystack", "_starts")
+    __slots__ = ("_ids", "_docs", "_lists", "_postings", "_norm", "_count", "_haystack", "_starts")
 
     def __init__(self, docs: Sequence[Bag]) -> None:
         # In id order, as `words_top` ranks its candidates: equal scores fall the same way.
@@ -158,10 +158,10 @@ class WordIndex:
                 where, how_often = grouped.setdefault(term, ([], []))
                 where.append(i)
                 how_often.append(tf)
-        self._postings = {
-            term: (np.array(where, dtype=np.intp), np.array(how_often, dtype=np.float64))
-            for term, (where, how_often) in grouped.items()
-        }
+        # Each term's postings as lists, made arrays the first time a query asks for the term: a
+        # place holds thousands of terms, a query a few (made once for all: 3.7 ms at 336 memories).
+        self._lists = grouped
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._docs = list(docs)  # the fragment match keeps the given order, as `words_top` does
         # For the fragment match, made on its first use: every doc's terms joined by spaces, the
         # docs joined by newlines (no term holds one), and where each doc starts.
@@ -174,7 +174,7 @@ class WordIndex:
             return []
         scores: np.ndarray | None = None
         for term, weight in zip(wanted, weights, strict=True):
-            found = self._postings.get(term)
+            found = self._posting(term)
             if found is None:
                 continue
             where, tf = found
@@ -187,6 +187,16 @@ class WordIndex:
             best = candidates[np.argsort(-scores[candidates], kind="stable")[:limit]]
             return [(self._ids[i], float(scores[i])) for i in best]
         return self._fragments(wanted, limit)
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        found = self._postings.get(term)
+        if found is None:
+            listed = self._lists.get(term)
+            if listed is None:
+                return None
+            # Threads sharing an index may both make it: the same arrays, either kept.
+            found = self._postings[term] = (np.array(listed[0], dtype=np.intp), np.array(listed[1], dtype=np.float64))
+        return found
 
     def _fragments(self, wanted: Sequence[str], limit: int) -> list[tuple[str, float]]:
         """`fragment_top` over the docs, one scan of all their terms per fragment."""
