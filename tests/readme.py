@@ -22,9 +22,11 @@ MAKE_RUN_PORT = re.search(r"^PORT \?= (\d+)$", (ROOT / "Makefile").read_text(enc
 
 
 def readme_block(section: str, language: str) -> str:
-    """The first ```<language> block after the heading `## <section>`."""
+    """The first ```<language> block of the section under the heading `## <section>`."""
     text = README.read_text(encoding="utf-8")
-    found = re.search(rf"```{language}\n(.*?)```", text[text.index(f"## {section}"):], flags=re.S)
+    start = text.index(f"\n## {section}\n")
+    end = text.find("\n## ", start + 1)
+    found = re.search(rf"```{language}\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
     assert found, f"the section {section!r} has no {language} block"
     return found.group(1)
 
