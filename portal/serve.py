@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import socket
 from typing import Any
 
 from gunicorn import util
@@ -141,6 +143,25 @@ def threads_per_worker(workers: int, cpus: int | None = None) -> int:
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, cpus // max(1, workers))
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether another process listens on `host`:`port` already, tried as gunicorn binds it (with
+    SO_REUSEADDR: a port a server just stopped left waiting is free). gunicorn alone would retry
+    for 5 s, in a dozen log lines a script sends to a file, while a readiness check passes against
+    the other server. A host that does not resolve is left to gunicorn to report."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError):
+        return False
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8) -> None:

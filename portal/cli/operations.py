@@ -24,7 +24,7 @@ from portal.domain.audit import AuditNote
 from portal.domain.export import document
 from portal.domain.imports import MAX_BYTES, parse
 from portal.domain.types import Place
-from portal.serve import run
+from portal.serve import port_in_use, run
 
 DURATION = re.compile(r"(?P<amount>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -62,6 +62,9 @@ def serve(host: str, port: int, workers: int | None, threads: int | None, timeou
         load_config()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    if port_in_use(host, port):  # said before anything loads, in one line (portal.serve.port_in_use)
+        raise click.ClickException(
+            f"port {port} on {host} is in use already (another server?): stop it, or serve on another --port")
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
     run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")))
 
