@@ -137,7 +137,7 @@ class Memories:
         ctx = self.ctx
         existing = None if mode == "keep" else duplicate_of(ctx, tx, new.words_key, embedding)
         if existing is not None:
-            if pinned and not existing.pinned:
+            if pinned and not existing.pinned and (ctx.app is None or existing.usable_by(ctx.app.id)):
                 existing = existing.copy(pinned=True)
             return meet_duplicate(ctx, tx, existing, new, embedding, mode, origin, sources, kind_given, importance_given)
         now = ctx.clock()

@@ -136,3 +136,35 @@ def test_openmemorys_search_names_its_conversation_in_meta_and_skips_what_is_wit
 
     anyio.run(scenario)
     assert conversations(portal, place) == [{tea.id}]
+
+
+def check_repeat_meets_withheld(portal: Portal, server: HttpServer) -> None:
+    """Issue 38, item 17: OpenMemory's add_memories of words the person said "don't use" reinforces
+    that memory (event NONE, its id): list_memories and search_memory still find nothing."""
+    owner, token = someone(), portal.key(READ, WRITE, name="Cursor")
+    place = Place(owner, portal.tenant())
+    tea = portal.runtime.service.remember(place, TEA, importance=2).memory
+    portal.runtime.service.set_use(place, tea.id, False)
+
+    async def scenario() -> None:
+        async with openmemory(server, token, "cursor", owner) as session:
+            added = json.loads(said(await session.call_tool("add_memories", {"text": "prefers TEA to coffee",
+                                                                             "infer": False})))
+            assert [(r["id"], r["memory"], r["event"]) for r in added["results"]] == [
+                (tea.id, "prefers TEA to coffee", "NONE")]
+            assert json.loads(said(await session.call_tool("list_memories", {}))) == []
+            assert json.loads(said(await session.call_tool("search_memory", {"query": "tea"})))["results"] == []
+
+    anyio.run(scenario)
+    (kept,) = portal.runtime.service.list(place).items
+    assert (kept.id, kept.text, kept.to_json()["use"]) == (tea.id, TEA, False)
+
+
+def test_openmemorys_add_of_a_withheld_memory_reinforces_it(served: tuple[Portal, HttpServer]) -> None:
+    check_repeat_meets_withheld(*served)
+
+
+@pytest.mark.postgres
+def test_openmemorys_add_of_a_withheld_memory_reinforces_it_on_postgresql(pg_engine: Engine, tmp_path: Path) -> None:
+    with portal_on(pg_engine, tmp_path / "instance") as portal, http_server(portal.env, tmp_path / "server.log") as server:
+        check_repeat_meets_withheld(portal, server)
