@@ -121,7 +121,14 @@ def _one_person(value: Any, name: str = "user_id") -> str:
             value = value["in"][0]
         else:
             raise ApiProblem(400, "one_person", f"one {name} per request")
-    if value == "*":  # mem0's "every one": here people are erased and read one by one
+    return one_id(value, name)
+
+
+def one_id(value: Any, name: str = "user_id") -> str:
+    """The one rule for a person (or an agent, app or run) mem0 names, in a body, a query or a path:
+    an id by `portal.inputs.is_valid_id`, and never mem0's "every one" wildcard `*` (here people
+    are erased and read one by one: a `*` would reach only a person literally named so)."""
+    if value == "*":
         raise ApiProblem(400, "one_person", f"one {name} per request: this server has no wildcard")
     if not isinstance(value, str) or not is_valid_id(value):
         raise ApiProblem(400, "invalid_owner" if name == "user_id" else "invalid_filters",
