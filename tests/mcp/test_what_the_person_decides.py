@@ -89,6 +89,22 @@ def test_the_remember_tool_takes_an_expiry(served: tuple[Portal, HttpServer]) ->
     assert kept.expires_at == datetime(2099, 5, 6, 7, 8, 9, tzinfo=UTC)
 
 
+def test_the_remember_tool_refuses_an_expiry_off_the_calendar_in_utc(served: tuple[Portal, HttpServer]) -> None:
+    """Issue 38, item 21: an expiry whose UTC time is past year 9999 or before year 1 answered the
+    JSON-RPC error -32603 (OverflowError in the server): it is refused `invalid_expiry`."""
+    portal, server = served
+    owner, token = someone(), portal.key(READ, WRITE)
+
+    async def scenario() -> None:
+        async with server.session(token, owner, LEGACY) as session:
+            for when in ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"):
+                refused = await session.call_tool("remember", {"text": "Is in Lyon this week", "expires_at": when})
+                assert reason(refused) == "invalid_expiry", when
+
+    anyio.run(scenario)
+    assert portal.runtime.service.list(Place(owner, portal.tenant())).items == []
+
+
 def test_what_the_person_withholds_or_what_expired_reaches_no_tool_resource_or_prompt(
         served: tuple[Portal, HttpServer]) -> None:
     portal, server = served
