@@ -168,11 +168,17 @@ def save(memory_id: str) -> ResponseReturnValue:
     outcome = service().update(
         current_user.place, memory_id, text=request.form.get("text", ""), kind=request.form.get("kind") or None,
         importance=request.form.get("importance") or None,
-        expected_revision=int(revision) if revision.isdigit() else None, sources=(Source("portal"),),
+        expected_revision=_revision(revision), sources=(Source("portal"),),
         person_name=current_user.name,
     )
     undoable = outcome.memory.last_op in ("update", "replace")
     return done(outcome.memory, undo_for(_("Saved.")) if undoable else _("Saved."), undo=undoable)
+
+
+def _revision(sent: str) -> int | None:
+    """The revision the edit form was shown; None (no compare-and-set) for anything but a number:
+    ASCII digits only, as many as a revision has ("²" is a digit to str.isdigit, not to int)."""
+    return int(sent) if sent.isascii() and sent.isdigit() and len(sent) <= 9 else None
 
 
 def undo_for(text: str) -> str:
