@@ -59,11 +59,12 @@ class Duration(click.ParamType):
 def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int) -> None:
     """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
     try:
-        load_config()
+        config = load_config()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")))
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")),
+        control_socket=config.instance_path / "gunicorn.ctl")
 
 
 @click.command()
