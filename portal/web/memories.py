@@ -184,8 +184,12 @@ def _revision(sent: str) -> int | None:
 def undo_for(text: str) -> str:
     """A change's toast, saying how long it can be undone: the earlier wording is kept that long
     only (`Options.undo_window`), then erased."""
-    minutes = int(service().options.undo_window.total_seconds() // 60)
-    return text + " " + ngettext("You can undo it for %(num)d minute.", "You can undo it for %(num)d minutes.", minutes)
+    seconds = int(service().options.undo_window.total_seconds())
+    if seconds < 60:  # MEMORY_UNDO_SECONDS may shorten it below a minute
+        return text + " " + ngettext("You can undo it for %(num)d second.", "You can undo it for %(num)d seconds.",
+                                     seconds)
+    return text + " " + ngettext("You can undo it for %(num)d minute.", "You can undo it for %(num)d minutes.",
+                                 seconds // 60)
 
 
 def row_refused(text: str, memory_id: str) -> ResponseReturnValue:
