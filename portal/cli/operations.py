@@ -59,14 +59,15 @@ class Duration(click.ParamType):
 def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int) -> None:
     """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
     try:
-        load_config()
+        config = load_config()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if port_in_use(host, port):  # said before anything loads, in one line (portal.serve.port_in_use)
         raise click.ClickException(
             f"port {port} on {host} is in use already (another server?): stop it, or serve on another --port")
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")))
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")),
+        control_socket=config.instance_path / "gunicorn.ctl")
 
 
 @click.command()
