@@ -21,14 +21,16 @@ BIN = Path(sys.executable).parent / "memory-portal"
 MAKE_RUN_PORT = re.search(r"^PORT \?= (\d+)$", (ROOT / "Makefile").read_text(encoding="utf-8"), flags=re.M)[1]  # type: ignore[index]
 
 
-def readme_block(section: str, language: str) -> str:
-    """The first ```<language> block of the section under the heading `## <section>`."""
+def readme_block(section: str, language: str, containing: str = "") -> str:
+    """The first ```<language> block (holding `containing`) of the section under the heading
+    `## <section>`."""
     text = README.read_text(encoding="utf-8")
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
-    found = re.search(rf"```{language}\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
-    assert found, f"the section {section!r} has no {language} block"
-    return found.group(1)
+    blocks = re.findall(rf"```{language}\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
+    found = [block for block in blocks if containing in block]
+    assert found, f"the section {section!r} has no {language} block holding {containing!r}"
+    return str(found[0])
 
 
 def free_port() -> int:
