@@ -17,7 +17,7 @@ from tqdm import tqdm
 from portal.adapters.cipher import FernetCipher, generate_key
 from portal.adapters.sql.rotation import RotationError, rows_to_visit
 from portal.adapters.sql.rotation import rotate_keys as rotate
-from portal.cli.common import current_runtime, tenant_ref_id
+from portal.cli.common import current_runtime, owner, tenant_ref_id
 from portal.config import ConfigError, load_config
 from portal.domain.apps import apps_of
 from portal.domain.audit import AuditNote
@@ -101,6 +101,7 @@ def reindex(limit: int | None) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
     """Erase everything kept about OWNER_ID, in one tenant (--tenant) or in every tenant."""
+    owner(owner_id)
     runtime = current_runtime()
     scopes = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref is not None else None
     if not yes:
@@ -122,7 +123,7 @@ def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool
     too (at most 200 a run). Without --yes, prints what matches (ids and how many, never a word);
     with --yes, forgets exactly what that preview listed, as `forget` does, with one audit entry."""
     runtime = current_runtime()
-    place = Place(owner_id, tenant_ref_id(runtime, tenant_ref))
+    place = Place(owner(owner_id), tenant_ref_id(runtime, tenant_ref))
     found = runtime.service.preview_forget_matching(place, query)
     ids = [m.id for m in found.items]
     if not yes:
@@ -142,7 +143,7 @@ def export(owner_id: str, tenant_ref: str | None) -> None:
     format `import` reads back, docs/operations.md "Export format")."""
     runtime = current_runtime()
     tenant_id = tenant_ref_id(runtime, tenant_ref)
-    data = runtime.service.export(Place(owner_id, tenant_id))
+    data = runtime.service.export(Place(owner(owner_id), tenant_id))
     click.echo(json.dumps(document(data, None, apps_of(runtime.api_keys.list(tenant_id))), ensure_ascii=False, indent=2))
 
 
@@ -164,6 +165,7 @@ def import_file(given: tuple[str, ...], owner_option: str | None, tenant_ref: st
     if owner_option is None and len(given) != 2:
         raise click.UsageError("give OWNER_ID and FILE: memory-portal import OWNER_ID FILE --tenant T")
     owner_id, path = (owner_option, given[0]) if owner_option is not None else given
+    owner(owner_id, as_json)
     with click.open_file(path, "rb") as file:
         raw = file.read(MAX_BYTES + 1)
     runtime = current_runtime()

@@ -13,7 +13,8 @@ import click
 
 from portal.adapters.sql.migrate import current_revision
 from portal.bootstrap import Runtime
-from portal.cli.common import Refusal, current_runtime, tenant_ref_id, upgrade_schema
+from portal.cli.common import current_runtime, tenant_ref_id, upgrade_schema
+from portal.cli.errors import Refusal
 from portal.domain.errors import Refused
 from portal.domain.people import AccountError, TenantExists, User
 from portal.domain.types import Place, Source
@@ -238,7 +239,7 @@ def user_set_password(email: str, password_stdin: bool, as_json: bool) -> None:
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
     password = sys.stdin.readline().rstrip("\r\n")
-    with runtime.records.unit() as uow:  # a refusal: a sentence, or its code with --json (refusals_as_errors)
+    with runtime.records.unit() as uow:  # a refusal: a sentence, or its code with --json (errors_as_one_line)
         set_account_password(uow, found, password, None, "operator")
         uow.commit()
     answer(as_json, {"id": found.id}, f"password changed for {found.email}; its sessions have ended")
