@@ -173,6 +173,19 @@ def answer(as_json: bool, data: dict[str, Any], text: str) -> None:
     click.echo(json.dumps({"ok": True, **data}) if as_json else text)
 
 
+def read_password(from_stdin: bool, prompt: str) -> str:
+    """The password: the first line of standard input with --password-stdin (a script's); else
+    typed on the terminal, hidden, and typed again to confirm (the prompts on standard error, so
+    that `ID=$(memory-portal user create ...)` captures the id alone). Piped input is never read
+    as a password unless --password-stdin says so."""
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    if not sys.stdin.isatty():
+        raise click.ClickException("no terminal to ask the password on: give it on standard input with --password-stdin")
+    typed: str = click.prompt(prompt, hide_input=True, confirmation_prompt=True, err=True)
+    return typed
+
+
 def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
     wanted = email.strip().lower()
     found = [u for u in runtime.accounts.find(wanted) if u.email == wanted]
@@ -188,15 +201,18 @@ def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
 @click.option("--role", type=click.Choice(["member", "staff", "admin"]), default="member", show_default=True)
 @click.option("--owner-id", default=None, help="The id the assistant backend keeps this person's memories under.")
 @click.option("--language", type=click.Choice(["en", "fr"]), default="en", show_default=True)
-@click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the password from standard input (for scripts; on a terminal it is asked for, twice).")
 @JSON
 def user_create(
     email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str, password_stdin: bool,
     as_json: bool,
 ) -> None:
-    """Make an account; prints its owner id (the account's own id unless --owner-id is given)."""
+    """Make an account; prints its owner id (the account's own id unless --owner-id is given). The
+    password is asked for on the terminal (hidden, twice), or read from standard input with
+    --password-stdin."""
     runtime = current_runtime()
-    password = sys.stdin.readline().rstrip("\r\n")
+    password = read_password(password_stdin, "Password")
     try:
         created = runtime.accounts.create(email, name, tenant_ref_id(runtime, tenant_ref, as_json), role, password,
                                           owner_id=owner_id, language=language)
@@ -231,14 +247,16 @@ def user_list(tenant_ref: str | None, staff_only: bool, query: str, as_json: boo
 
 @user.command("set-password")
 @click.option("--email", required=True)
-@click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the new password from standard input (for scripts; on a terminal it is asked for, twice).")
 @JSON
 def user_set_password(email: str, password_stdin: bool, as_json: bool) -> None:
     """Give an account a new password (enabling it again if it was disabled); every session it has
-    is ended."""
+    is ended. Asked for on the terminal (hidden, twice), or read from standard input with
+    --password-stdin."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
-    password = sys.stdin.readline().rstrip("\r\n")
+    password = read_password(password_stdin, "New password")
     with runtime.records.unit() as uow:  # a refusal: a sentence, or its code with --json (errors_as_one_line)
         set_account_password(uow, found, password, None, "operator")
         uow.commit()
