@@ -16,7 +16,7 @@ from portal.bootstrap import Runtime
 from portal.cli.common import current_runtime, tenant_ref_id, upgrade_schema
 from portal.cli.errors import Refusal
 from portal.domain.errors import Refused
-from portal.domain.people import AccountError, TenantExists, User
+from portal.domain.people import PERMISSIONS, AccountError, TenantExists, User
 from portal.domain.types import Place, Source
 from portal.services.administration import disable_account, remove_staff_account, set_account_password
 
@@ -79,14 +79,25 @@ def tenant_list() -> None:
         click.echo(f"{t.id}\t{t.name}\tai={'on' if t.ai_enabled else 'off'}")
 
 
-@tenant.command("ai")
+@tenant.command("set")
+@click.argument("tenant_ref", metavar="TENANT")
+@click.option("--ai/--no-ai", "ai", default=None, help="Switch the assistant's AI on or off for this tenant.")
+def tenant_set(tenant_ref: str, ai: bool | None) -> None:
+    """Change a tenant (name or id): its AI switch, as `tenant create` sets it."""
+    if ai is None:
+        raise click.UsageError("say what to change: --ai or --no-ai")
+    runtime = current_runtime()
+    runtime.tenants.set_ai(tenant_ref_id(runtime, tenant_ref), ai)
+    click.echo(f"ai {'on' if ai else 'off'}")
+
+
+@tenant.command("ai", hidden=True)
 @click.argument("tenant_ref")
 @click.argument("state", type=click.Choice(["on", "off"]))
-def tenant_ai(tenant_ref: str, state: str) -> None:
-    """Switch the assistant's AI on or off for a tenant."""
-    runtime = current_runtime()
-    runtime.tenants.set_ai(tenant_ref_id(runtime, tenant_ref), state == "on")
-    click.echo(f"ai {state}")
+@click.pass_context
+def tenant_ai(ctx: click.Context, tenant_ref: str, state: str) -> None:
+    """The older spelling of `tenant set TENANT --ai/--no-ai`, kept for scripts."""
+    ctx.invoke(tenant_set, tenant_ref=tenant_ref, ai=state == "on")
 
 
 @click.group("api-key")
@@ -97,8 +108,8 @@ def api_key() -> None:
 @api_key.command("create")
 @click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id the key is scoped to.")
 @click.option(
-    "--permission", "permissions", multiple=True, required=True,
-    help="memories:read, memories:write, consolidate or erasure; repeat for several.",
+    "--permission", "permissions", multiple=True, required=True, type=click.Choice(PERMISSIONS),
+    help=f"What the key may do: {', '.join(PERMISSIONS)}; repeat for several.",
 )
 @click.option("--name", default=None, help="A label to recognise the key by.")
 def api_key_create(tenant_ref: str, permissions: tuple[str, ...], name: str | None) -> None:
