@@ -59,6 +59,28 @@ def tenant_ref_id(found: Runtime, name_or_id: str | None, as_json: bool = False)
     return tenant.id
 
 
+def person_tenant(found: Runtime, owner_id: str, tenant_ref: str | None) -> str:
+    """The tenant the person OWNER_ID is to be found in: --tenant's; without it, the only tenant
+    there is, or the only one keeping anything about them (said on standard error, which keeps
+    standard output for the answer). A person kept in several tenants, or in none, is a one-line
+    refusal: owner ids are per tenant, and guessing would hand over, or forget, someone else's."""
+    if tenant_ref is not None:
+        return tenant_ref_id(found, tenant_ref)
+    every = found.tenants.all()
+    if len(every) == 1:
+        click.echo(f"{owner_id}: in tenant {every[0].name}, the only tenant", err=True)
+        return every[0].id
+    holding = found.support.tenants_of(owner_id)
+    if len(holding) == 1:
+        click.echo(f"{owner_id}: in tenant {holding[0].name}, the only one keeping anything about them", err=True)
+        return holding[0].id
+    if not holding:
+        raise click.ClickException(f"no tenant keeps anything about {owner_id!r}: check the owner id, or say which "
+                                   "tenant with --tenant")
+    raise click.ClickException(f"{owner_id!r} is kept in {len(holding)} tenants "
+                               f"({', '.join(t.name for t in holding)}): say which with --tenant")
+
+
 def upgrade_schema(found: Runtime) -> None:
     """Migrate to head; a PostgreSQL whose pgvector is missing or too old is a clear error."""
     try:
