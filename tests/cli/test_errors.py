@@ -15,11 +15,12 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
+from portal.adapters.cipher import generate_key
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import head_revision, upgrade
 from portal.cli.errors import errors_as_one_line
 
-from .runner import Ran, run
+from .runner import Ran, run, run_console_script
 
 
 @pytest.fixture
@@ -101,11 +102,14 @@ def free_port() -> int:
 
 def test_a_database_out_of_reach_is_one_line_without_its_password(bare: dict[str, str]) -> None:
     url = f"postgresql://portal:s3cret-pa55word@127.0.0.1:{free_port()}/memory"
+    shell = {**bare, "MEMORY_DATABASE_URL": url, "MEMORY_ENCRYPTION_KEYS": generate_key()}
     for args in (["export", "ada", "--tenant", "Acme"], ["tenant", "list"]):
-        said = one_line(run(args, {**bare, "MEMORY_DATABASE_URL": url, "MEMORY_ENCRYPTION_KEYS": ""}))
+        said = one_line(run(args, shell))
         assert said.startswith("Error: cannot reach the database: "), said
         assert "Connection refused" in said or "connection failed" in said, said
         assert "s3cret-pa55word" not in said
+    # A real process: nothing else on standard error either (no log line before the error's).
+    assert one_line(run_console_script(["user", "list"], shell)) == said
 
 
 @pytest.mark.parametrize("owner", ["a/b", "..", "x" * 201, "ada\x00"])
