@@ -291,8 +291,8 @@ def user_disable(email: str, as_json: bool) -> None:
 @click.option("--email", required=True)
 @JSON
 def user_remove(email: str, as_json: bool) -> None:
-    """Remove a staff or admin account. A person's account goes with their data: `purge`, or an
-    erasure request in the console."""
+    """Remove a staff or admin account. A person's account goes with their data: `purge-owner`, or
+    an erasure request in the console."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
     with runtime.records.unit() as uow:  # and what its own place holds, as the console does

@@ -156,6 +156,15 @@ def test_the_export_carries_the_account_as_the_staff_export_does_and_is_audited(
         ("admin", "ada", {"memories": 1}), ("operator", "ada", {"memories": 1})]
 
 
+def test_two_accounts_sharing_the_owner_id_are_refused_rather_than_one_handed_over_as_the_other(
+        env: dict[str, str]) -> None:
+    made = run(["user", "create", "--email", "ada2@acme.example", "--name", "Ada Two", "--tenant", "Acme",
+                "--owner-id", "ada", "--password-stdin"], env, PASSWORD)
+    assert made.returncode == 0, made.stderr
+    said = one_line(run(["export", "ada", "--tenant", "Acme"], env))
+    assert said == "Error: Several accounts share this owner id: export each one from the support console."
+
+
 # ----------------------------------------------------------------------------- erasure
 
 
