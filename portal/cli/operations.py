@@ -22,7 +22,7 @@ from portal.config import ConfigError, load_config
 from portal.domain.audit import AuditNote
 from portal.domain.imports import MAX_BYTES, parse
 from portal.domain.types import Place
-from portal.serve import run
+from portal.serve import port_in_use, run
 
 DURATION = re.compile(r"(?P<amount>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -57,11 +57,15 @@ class Duration(click.ParamType):
 def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int) -> None:
     """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
     try:
-        load_config()
+        config = load_config()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    if port_in_use(host, port):  # said before anything loads, in one line (portal.serve.port_in_use)
+        raise click.ClickException(
+            f"port {port} on {host} is in use already (another server?): stop it, or serve on another --port")
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")))
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")),
+        control_socket=config.instance_path / "gunicorn.ctl")
 
 
 @click.command()

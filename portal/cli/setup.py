@@ -15,6 +15,7 @@ from portal.adapters.sql.migrate import current_revision
 from portal.bootstrap import Runtime
 from portal.cli.common import current_runtime, tenant_ref_id, upgrade_schema
 from portal.cli.errors import Refusal
+from portal.domain.apps import app_of
 from portal.domain.errors import Refused
 from portal.domain.people import PERMISSIONS, AccountError, TenantExists, User
 from portal.domain.types import Place, Source
@@ -26,6 +27,9 @@ DEMO_EMAIL = "ada@demo.example"
 DEMO_NAME = "Ada"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - a published demo account, printed on purpose
 DEMO_LEARNT = (("Is thinking about adopting a second cat", "goal", 3),)
+DEMO_APP = "Support bot"  # an app of the demo tenant, and the conversation it had with the assistant
+DEMO_CONVERSATION = "demo-chat-1"
+DEMO_QUESTION = "How does Ada like her answers, and what is she learning?"
 DEMO_MEMORIES = (
     ("Prefers short answers with an example first", "preference", 5),
     ("Is learning Spanish before a trip to Seville in May", "goal", 4),
@@ -168,8 +172,25 @@ def demo(url: str) -> None:
     except AccountError as exc:
         if exc.code != "email_taken":
             raise click.ClickException(exc.code) from None
+    given = demo_conversation(runtime, place)
     click.echo(f"demo tenant {found.id} ({DEMO_TENANT}); person {DEMO_OWNER} has {kept} memories")
+    click.echo(f"app {DEMO_APP} was given {given} memories in a conversation (Connected apps, Recent conversations)")
     click.echo(f"sign in at {url} as {DEMO_EMAIL} with the password {DEMO_PASSWORD}")
+
+
+def demo_conversation(runtime: Runtime, place: Place) -> int:
+    """An app of the demo tenant (a key named DEMO_APP that only reads, made once) that recalled the
+    person's memories in one conversation, through the service as the API does for an app sending
+    `conversation_ref`: the person's Connected apps, Recent conversations and each memory's page
+    show it. Answers how many memories the conversation was given."""
+    mine = [k for k in runtime.api_keys.list(place.scope) if k.name == DEMO_APP and k.revoked_at is None]
+    key = mine[0] if mine else runtime.api_keys.create(place.scope, ("memories:read",), name=DEMO_APP)[0]
+    try:
+        hits = runtime.service.for_app(app_of(key), DEMO_CONVERSATION).recall(place, DEMO_QUESTION, limit=3)
+    except Refused:  # the demo person blocked the app in the portal: it is given nothing
+        return 0
+    runtime.service.conversations(place, 1)  # written now, not with the next batch (portal.services.use_log)
+    return len(hits)
 
 
 @click.group()

@@ -44,7 +44,7 @@ _EN: dict[str, Entry] = {
     "refused.invalid_transcript": "This conversation cannot be read: send a text or a list of turns.",
     "refused.forbidden": "This key is not allowed to do that.",
     "refused.invalid_app": "There is no such app.",
-    "refused.unknown_app": "This organisation has no app by that name: use the name of the key's app.",
+    "refused.wrong_app": "This key acts as its own app only: name that app in the address.",
     "refused.invalid_control": "An app can be paused, blocked or resumed.",
     "refused.not_found": "This memory does not exist (any more).",
     "refused.conflict": "This memory was changed in the meantime. Reload it and try again.",

@@ -27,7 +27,7 @@ FR: dict[str, Entry] = {
     "refused.invalid_transcript": "Cette conversation est illisible : envoyez un texte ou une liste de tours de parole.",
     "refused.forbidden": "Cette clé n'a pas le droit de faire cela.",
     "refused.invalid_app": "Cette application n'existe pas.",
-    "refused.unknown_app": "Cette organisation n'a pas d'application de ce nom : utilisez le nom de l'application de la clé.",
+    "refused.wrong_app": "Cette clé n'agit qu'en tant que sa propre application : indiquez le nom de celle-ci dans l'adresse.",
     "refused.invalid_control": "Une application peut être mise en pause, bloquée ou reprise.",
     "refused.not_found": "Ce souvenir n'existe pas (ou plus).",
     "refused.conflict": "Ce souvenir a été modifié entre-temps. Rechargez-le et réessayez.",

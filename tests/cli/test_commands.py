@@ -249,6 +249,21 @@ def test_serve_answers_health_and_readiness_on_loopback(env: dict[str, str]) -> 
     assert output.count("Booting worker") >= 2
 
 
+def test_serve_refuses_a_port_in_use_in_one_line_before_the_app_loads(env: dict[str, str]) -> None:
+    # Issue 38: with `make run` up, a second `serve` on its port never started, while a readiness
+    # loop passed against the first one. It says so at once, naming the port, and exits non-zero.
+    assert run(["db", "upgrade"], env).returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = run_console_script(["serve", "--host", "127.0.0.1", "--port", str(port)], env)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        f"Error: port {port} on 127.0.0.1 is in use already (another server?): stop it, or serve on another --port"]
+    assert refused.stdout == ""  # nor gunicorn's own retries (5 s, a dozen lines), nor a worker booting
+
+
 @pytest.mark.parametrize("through", ["console script", "flask"])
 def test_commands_work_and_a_service_error_is_one_line_under_either_command(env: dict[str, str], through: str) -> None:
     assert run(["db", "upgrade"], env).returncode == 0
