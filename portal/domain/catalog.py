@@ -123,6 +123,7 @@ _EN: dict[str, Entry] = {
     "refused.not_staff": "This is a person's account: it goes with their data, through an erasure request.",
     "refused.own_account": "You cannot do this to your own account.",
     "refused.no_account": "There is no account with that e-mail address.",
+    "refused.owner_shared": "Several accounts share this owner id: export each one from the support console.",
     "refused.import_too_large": "This file is too large to import (at most 5 MB and 5,000 memories).",
     "refused.import_unreadable": "This file cannot be read: it is not our export, mem0's JSON or plain text (UTF-8).",
     "refused.import_unknown_version": "This export is of a version this portal does not read.",

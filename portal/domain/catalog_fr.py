@@ -104,6 +104,7 @@ FR: dict[str, Entry] = {
     "refused.not_staff": "C'est le compte d'une personne : il part avec ses données, par une demande d'effacement.",
     "refused.own_account": "Vous ne pouvez pas faire cela à votre propre compte.",
     "refused.no_account": "Aucun compte n'a cette adresse e-mail.",
+    "refused.owner_shared": "Plusieurs comptes partagent cet identifiant : exportez chacun depuis la console du support.",
     "refused.import_too_large": "Ce fichier est trop gros pour être importé (5 Mo et 5 000 souvenirs au plus).",
     "refused.import_unreadable": "Ce fichier est illisible : ce n'est ni notre export, ni le JSON de mem0, ni du texte (UTF-8).",
     "refused.import_unknown_version": "Cet export est d'une version que ce portail ne lit pas.",
