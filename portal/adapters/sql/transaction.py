@@ -131,7 +131,8 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
                             self._index_asker = asker
                         else:
                             index = PlaceIndex(token, entries)
-                            cache.put(self.place, index, ticket)
+                            if entries:  # an empty place costs nothing to read again: no entry names its person
+                                cache.put(self.place, index, ticket)
                     self._index = index
             finally:
                 cache.release(ticket)
