@@ -170,13 +170,14 @@ def _sources(value: Any) -> tuple[Source, ...]:
 
 
 def _time(value: Any) -> datetime | None:
-    """An ISO 8601 time with its zone (one without is read as UTC), or None."""
+    """An ISO 8601 time with its zone (one without is read as UTC), or None; one before 1970 is
+    none (a later one is brought back to the import's time by the service)."""
     if not isinstance(value, str):
         return None
     try:
         moment = moment_in_utc(value, naive_is_utc=True)
     except ValueError:
         return None
-    return moment if 1970 <= moment.year <= 9998 else None
+    return moment if moment.year >= 1970 else None
 
 

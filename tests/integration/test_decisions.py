@@ -100,14 +100,6 @@ def test_an_app_may_withhold_for_everyone_but_never_free_what_the_person_withhel
         service.set_use(ADA, kept.id, "no")
 
 
-def test_an_app_writing_the_same_words_does_not_meet_a_memory_withheld_from_it(service: MemoryService) -> None:
-    kept = service.remember(ADA, "Rents a kayak on Sundays", importance=2).memory
-    service.set_use(ADA, kept.id, False)
-    saved = service.for_app(BOT).remember(ADA, "Rents a kayak on Sundays", importance=4)
-    assert saved.memory.id != kept.id and not saved.reinforced
-    assert service.get(ADA, kept.id).importance == 2  # not reinforced through it
-
-
 def test_an_expired_memory_is_in_no_answer_then_erased_as_forget_erases(
         service: MemoryService, store: Any, clock: Clock) -> None:
     kept = service.remember(ADA, "Rents a kayak on Sundays", importance=5,
