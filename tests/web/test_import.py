@@ -51,7 +51,9 @@ def test_preview_then_add_then_undo_the_whole_import(world: World) -> None:
     undo = re.search(r'action="(/account/import/[0-9a-f]+/undo)"', page.get_data(as_text=True))
     assert undo
     again = client.post("/account/import", data={"content": content.group(1), "confirmed": "1"})
-    assert again.status_code == 303 and "0 memories imported." in page_text(client.get("/memories"))  # idempotent
+    again_page = client.get("/memories")  # idempotent, and said so: no "0 memories imported." with an Undo
+    assert again.status_code == 303 and "No memory imported: the file holds nothing new." in page_text(again_page)
+    assert "0 memories imported" not in page_text(again_page) and "/undo" not in again_page.get_data(as_text=True)
 
     assert client.post(undo.group(1)).status_code == 303
     assert "2 imported memories taken back." in page_text(client.get("/memories"))
