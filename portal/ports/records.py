@@ -60,10 +60,12 @@ class AuditLog(Protocol):
                scope: str | None = None, counts: dict[str, int] | None = None, ticket: str | None = None,
                reason_code: str | None = None) -> AuditEntry: ...
     def write(self, entry: AuditEntry) -> None: ...
-    def query(self, scopes: list[str] | None, actor_id: str | None = None, subject: str | None = None,
-              action: str | None = None, since: datetime | None = None, until: datetime | None = None,
-              limit: int = 500) -> list[AuditEntry]:
-        """Newest first (ties by id, descending); `scopes=None` means every scope; `until` excluded."""
+    def query(self, scopes: list[str] | None, actor_id: str | Sequence[str] | None = None,
+              subject: str | Sequence[str] | None = None, action: str | Sequence[str] | None = None,
+              since: datetime | None = None, until: datetime | None = None, limit: int = 500) -> list[AuditEntry]:
+        """Newest first (ties by id, descending); `scopes=None` means every scope; `until` excluded.
+        An action is the action itself or its family; several actors, subjects or actions (a
+        sequence) mean any of them, and an empty sequence none (`portal.domain.audit.any_of`)."""
         ...
 
 
