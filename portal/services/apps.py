@@ -281,6 +281,12 @@ class Apps:
                 raise NotFound()
             return tx.app_uses(memory_id)
 
+    def writers(self, place: Place, memory_ids: Sequence[str]) -> dict[str, str]:
+        """Which app wrote each of these memories (the app whose `remembered` use came first), for
+        the rows that name it: by id, for those an app wrote through its key."""
+        with self.ctx.store.read(as_place(place)) as tx:
+            return tx.writers(memory_ids)
+
     def set_control(self, place: Place, app_id: str, state: str | None, audit: AuditNote | None = None) -> bool:
         """Pause (`paused`) or block (`blocked`) an app for this person, or resume it (None), with
         its audit entry (the app's id, never its name, under `reason_code`) in the same unit of

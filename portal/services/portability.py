@@ -39,6 +39,7 @@ from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
 from portal.domain.imports import Choices, EarlierWording, Item, Parsed
 from portal.domain.kind_cues import guess_kind
+from portal.domain.provenance import OPERATOR_BATCH
 from portal.domain.types import Embedding, Memory, Place, Revision, Source, as_place
 from portal.inputs import is_valid_text
 from portal.ports import Filters, StoreTx
@@ -153,7 +154,9 @@ class Portability:
                                 earlier_refused=dict(left_out), lines_new=[_line(one) for one in fresh], lines_held=held,
                                 skipped=skipped, repeated=len(repeated), lines_repeated=repeated)
             now = ctx.clock()
-            batch = ctx.id_factory()
+            # The operator's import (its audit note says who acts) names its batch so: the person's
+            # list then says who brought these memories in (portal.domain.provenance).
+            batch = (OPERATOR_BATCH if audit is not None and audit.actor_role == "operator" else "") + ctx.id_factory()
             own = Source("import", batch)
             added = [self.insert(tx, place, one, vector, now, own) for one, vector in zip(fresh, vectors, strict=True)]
             result = Imported(parsed.format, added, len(held) + len(repeated), dict(refused), new=len(added),

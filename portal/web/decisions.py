@@ -19,6 +19,7 @@ from flask_login import current_user, login_required
 from portal.domain.apps import App
 from portal.domain.decisions import AFTER, after
 from portal.domain.errors import InvalidArgument
+from portal.domain.provenance import APP, ASSISTANT, OPERATOR_IMPORT, OWN_IMPORT, PORTAL, SAID, needs_writer, written_by
 from portal.domain.types import Memory
 from portal.web.account import audit, tenant_apps
 from portal.web.errors import refusal_text
@@ -43,6 +44,20 @@ def app_name(app_id: str) -> str:
     """An app's name as the person knows it (from its keys), or words saying it is gone."""
     known = apps_by_id().get(app_id)
     return known.name if known is not None and known.name else _("an app that no longer exists")
+
+
+@bp.app_template_global()
+def written_by_words(memory: Memory, writers: dict[str, str] | None = None) -> str:
+    """Who wrote a memory, in words (portal.domain.provenance): an app by its name, from its
+    recorded use (`writers`, read once for a whole list; else read for this row alone)."""
+    if not isinstance(writers, dict):  # None, or no `writers` in the template's context
+        writers = service().apps.writers(current_user.place, [memory.id]) if needs_writer(memory) else {}
+    who = written_by(memory, app_wrote=memory.id in writers)
+    if who != APP:
+        return {PORTAL: _("You wrote it"), SAID: _("You said it"), OWN_IMPORT: _("You imported it"),
+                OPERATOR_IMPORT: _("Imported by your organisation"), ASSISTANT: _("The assistant learnt it")}[who]
+    known = apps_by_id().get(writers.get(memory.id, ""))
+    return _("Saved by %(app)s", app=known.name) if known is not None and known.name else _("Saved by an app")
 
 
 @bp.app_template_global()
