@@ -57,7 +57,7 @@ class RecordsContract(AuditContract):
         acme = self.tenant(records)
         made = records.accounts.create("  Ada@Example.COM ", " Ada Quill ", acme, "member", PASSWORD)
         assert (made.email, made.name, made.role, made.tenant_id, made.language) == (
-            "ada@example.com", "Ada Quill", "member", acme, "en")
+            "ada@example.com", "Ada Quill", "member", acme, None)  # no language chosen: the browser's, until chosen
         assert made.owner_id == made.id and made.last_visit_at is None
         assert records.accounts.get(made.id) == made
         chosen = records.accounts.create("bea@example.com", "Bea", acme, "staff", PASSWORD, owner_id="ext-bea",
@@ -125,6 +125,7 @@ class RecordsContract(AuditContract):
 
     def test_language_visit_and_deletion(self, records: Records) -> None:
         ada = records.accounts.create("ada@example.com", "Ada", self.tenant(records), "member", PASSWORD)
+        assert records.accounts.get(ada.id).language is None  # type: ignore[union-attr]
         records.accounts.set_language(ada.id, "fr")
         with pytest.raises(AccountError):
             records.accounts.set_language(ada.id, "xx")

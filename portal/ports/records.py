@@ -32,7 +32,9 @@ class Accounts(Protocol):
     `unknown_tenant`, `email_taken`)."""
 
     def create(self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
-               language: str = "en") -> User: ...
+               language: str | None = None) -> User:
+        """A new account; `language` None: none chosen (the portal speaks the browser's)."""
+        ...
     def get(self, user_id: str) -> User | None: ...
     def find(self, query: str, tenant_ids: list[str] | None = None) -> list[User]:
         """Accounts whose e-mail or name contains `query` (in any case; a store may fold ASCII
