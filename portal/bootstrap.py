@@ -148,6 +148,7 @@ def build_runtime(
             relevance_floor=config.relevance_floor,
             app_uses_retention=timedelta(days=config.app_uses_days) if config.app_uses_days else None,
             summary_retention=timedelta(minutes=config.job_summary_minutes),
+            undo_window=timedelta(seconds=config.undo_seconds),
             uses_every=config.uses_every,
             reranker=HttpReranker(config.rerank_url, config.rerank_model, config.rerank_api_key, config.rerank_api,
                                   config.rerank_timeout_ms / 1000) if config.rerank_url else None,

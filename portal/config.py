@@ -73,6 +73,7 @@ class Config:
     # How long a background consolidation's summary waits for its app to read it (once).
     job_summary_minutes: int = 60
     uses_every: float = 2.0  # seconds between writes of what recalls handed out (portal.services.use_log)
+    undo_seconds: int = 900  # how long a person's own edit can be undone (Options.undo_window), at most 15 minutes
     # The operator's explicit acceptance of text in the clear on PostgreSQL (see encryption_keys_for).
     plaintext_on_postgres: bool = False
     # A rerank server (portal.adapters.reranker), off unless MEMORY_RERANK_URL names one.
@@ -178,6 +179,7 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         proxy_hops=_int(environ, "MEMORY_PROXY_HOPS", 0, minimum=0),
         job_summary_minutes=_int(environ, "MEMORY_JOB_SUMMARY_MINUTES", 60, minimum=1),
         uses_every=_float(environ, "MEMORY_USES_EVERY_SECONDS", 2.0, 0.0, 60.0),
+        undo_seconds=_int(environ, "MEMORY_UNDO_SECONDS", 900, minimum=1, maximum=900),
         plaintext_on_postgres=plaintext_on_postgres,
         rerank_url=rerank_url,
         rerank_model=environ.get("MEMORY_RERANK_MODEL") or None,
@@ -297,7 +299,7 @@ def _float(environ: Mapping[str, str], name: str, default: float, low: float, hi
     return value
 
 
-def _int(environ: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+def _int(environ: Mapping[str, str], name: str, default: int, minimum: int, maximum: int | None = None) -> int:
     raw = environ.get(name)
     if raw is None or not raw.strip():
         return default
@@ -305,6 +307,8 @@ def _int(environ: Mapping[str, str], name: str, default: int, minimum: int) -> i
         value = int(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a whole number") from None
+    if maximum is not None and not minimum <= value <= maximum:
+        raise ConfigError(f"{name} must be between {minimum} and {maximum}")
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}")
     return value

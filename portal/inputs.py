@@ -12,6 +12,10 @@ percent-encoded: not "." or ".." (clients and proxies resolve dot segments even 
 encoded, they stay inside their segment. Callers answer a bad one with a stable code (`invalid_text`, `invalid_id`,
 `invalid_owner`); nothing invalid reaches a database, where it would fail with an error that could
 carry the person's words.
+
+A moment (an expiry, a time filter, a cursor's time) is an aware datetime or ISO 8601 text with
+its offset that exists in UTC: the calendar ends at years 1 and 9999, so
+"9999-12-31T23:59:59-05:00" or "0001-01-01T00:00:00+05:00" is none (`moment_in_utc`).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 MAX_ID_LENGTH = 200
+MAX_MOMENT_LENGTH = 64
 MAX_JSON_DEPTH = 64
 MAX_JSON_INT = 2**63  # what every database column and every float can hold
 _UNKEEPABLE = re.compile("[\x00\ud800-\udfff]")
@@ -39,6 +45,27 @@ def is_valid_id(value: object) -> bool:
         isinstance(value, str) and 0 < len(value) <= MAX_ID_LENGTH and bool(value.strip())
         and value not in (".", "..") and _NOT_IN_IDS.search(value) is None
     )
+
+
+def moment_in_utc(value: object, naive_is_utc: bool = False) -> datetime:
+    """A moment by the rule of the module docstring, in UTC: an aware datetime, or ISO 8601 text
+    (RFC 3339, "Z" too) of at most MAX_MOMENT_LENGTH characters with its offset (`naive_is_utc`:
+    one without is read as UTC). ValueError for anything else, a moment with no UTC form included
+    (converting it raised OverflowError, a 500 wherever it was not caught)."""
+    if isinstance(value, str):
+        if len(value) > MAX_MOMENT_LENGTH:
+            raise ValueError("too long for a time")
+        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    if not isinstance(value, datetime):
+        raise ValueError("not a time")
+    if value.tzinfo is None or value.utcoffset() is None:
+        if not naive_is_utc:
+            raise ValueError("a time without its offset could be any moment")
+        value = value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("no such moment in UTC") from None
 
 
 class BadJson(ValueError):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import socket
+from pathlib import Path
 from typing import Any
 
 from gunicorn import util
 from gunicorn.app.base import BaseApplication
+from gunicorn.glogging import Logger, SafeAtoms
 from gunicorn.http import errors as http_errors
 from gunicorn.workers.gthread import ThreadWorker
 from gunicorn.workers.sync import SyncWorker
@@ -72,6 +76,90 @@ class PortalThreadWorker(RefusalsAsProblems, ThreadWorker):  # type: ignore[misc
     database calls release the GIL."""
 
 
+def printable(text: str) -> str:
+    """Text for a log line: every control character, and anything outside ASCII, as its escape
+    (a backslash too, so an escape in the text cannot pass for one of ours)."""
+    return text.encode("unicode_escape").decode("ascii")
+
+
+class PrintableAtoms(SafeAtoms):  # type: ignore[misc]
+    """gunicorn's access-log values, each printable: a request's path, header or method can then
+    forge no line (`%0A`) and put no NUL or terminal escape into the log."""
+
+    def __init__(self, atoms: dict[str, Any]) -> None:
+        super().__init__({k: printable(v) if isinstance(v, str) else v for k, v in atoms.items()})
+
+
+class AccessLog(Logger):  # type: ignore[misc]
+    """gunicorn's logger, whose access line's path (`%(U)s`) is the path as it came, still
+    percent-encoded, as the MCP server logs it (portal.mcp.http.AccessLog), never the query
+    string: it can hold a person's words."""
+
+    atoms_wrapper_class = PrintableAtoms
+
+    def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> dict[str, Any]:
+        found: dict[str, Any] = super().atoms(resp, req, environ, request_time)
+        found["U"] = str(environ.get("RAW_URI") or found.get("U") or "").partition("?")[0]
+        return found
+
+
+class _Counted:
+    """A request's body stream that knows whether it was read to its end."""
+
+    def __init__(self, stream: Any, length: int | None) -> None:
+        self._stream, self._left, self._ended = stream, length, length == 0
+
+    @property
+    def finished(self) -> bool:
+        return self._ended or (self._left is not None and self._left <= 0)
+
+    def _seen(self, data: bytes, asked: int | None) -> bytes:
+        if self._left is not None:
+            self._left -= len(data)
+        if not data and asked != 0:
+            self._ended = True
+        return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._seen(self._stream.read(size), size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._seen(self._stream.readline(size), size)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def readlines(self, hint: int = -1) -> list[bytes]:
+        return list(iter(self.readline, b""))
+
+    def __iter__(self) -> Any:
+        return iter(self.readline, b"")
+
+
+class UnreadBodyCloses:
+    """A request whose body the app left unread (a 413, a 401 before the body is read) closes its
+    connection, and its answer says `Connection: close`. gunicorn would answer `keep-alive`, then
+    drain at most 64 KiB of what is left, give up and close: a client reusing the connection met a
+    closed socket. gunicorn drops a `Connection` header an app sets (hop-by-hop), so the close is
+    asked of the response whose `start_response` this is, before the answer's first byte is sent."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        length = environ.get("CONTENT_LENGTH") or ""
+        chunked = "chunked" in str(environ.get("HTTP_TRANSFER_ENCODING", "")).lower()
+        body = _Counted(environ.get("wsgi.input"), None if chunked else int(length) if length.isdigit() else 0)
+        environ["wsgi.input"] = body
+        answer = self.app(environ, start_response)
+        close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+        if not body.finished and close is not None:
+            close()
+        return answer
+
+
 class PortalServer(BaseApplication):  # type: ignore[misc]
     """gunicorn with our app factory; each worker builds its own engine after the fork."""
 
@@ -85,6 +173,7 @@ class PortalServer(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Any:
         app = create_app()
+        app.wsgi_app = UnreadBodyCloses(app.wsgi_app)  # type: ignore[method-assign]
         warm_up(app)
         jobs_in_worker(app)
         return app
@@ -143,7 +232,30 @@ def threads_per_worker(workers: int, cpus: int | None = None) -> int:
     return max(1, cpus // max(1, workers))
 
 
-def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8) -> None:
+def port_in_use(host: str, port: int) -> bool:
+    """Whether another process listens on `host`:`port` already, tried as gunicorn binds it (with
+    SO_REUSEADDR: a port a server just stopped left waiting is free). gunicorn alone would retry
+    for 5 s, in a dozen log lines a script sends to a file, while a readiness check passes against
+    the other server. A host that does not resolve is left to gunicorn to report."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError):
+        return False
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8,
+        control_socket: Path | None = None) -> None:
+    """Serve until stopped. `control_socket`: where gunicorn's control socket listens (`gunicornc
+    -s PATH`); `serve` puts it in the instance folder, one per instance (gunicorn's default is one
+    path per user, which a second server on the machine takes over)."""
     # Set before the workers fork and load the model; an operator's own setting wins.
     os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(workers)))
     PortalServer(
@@ -155,8 +267,11 @@ def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8)
             "worker_class": "portal.serve.PortalThreadWorker",
             "threads": threads,
             "accesslog": "-",
-            # Paths and status codes only: query strings can hold a person's words.
+            # Paths and status codes only: query strings can hold a person's words. The path as it
+            # came, every control character escaped (AccessLog).
+            "logger_class": "portal.serve.AccessLog",
             "access_log_format": '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms',
+            **({"control_socket": str(control_socket)} if control_socket else {"control_socket_disable": True}),
             "errorlog": "-",
             "worker_exit": stop_jobs,
         }

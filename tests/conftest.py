@@ -28,6 +28,10 @@ from portal.adapters.sql.vector_extension import VectorExtensionError, probe
 
 from . import log_guard
 
+# mem0's clients read this once, when first imported (mem0/memory/telemetry.py), and otherwise send
+# each call to mem0's analytics: set here, before any test module imports mem0 at its collection.
+os.environ["MEM0_TELEMETRY"] = "false"
+
 # pytest's exit status when the test PostgreSQL cannot run vectors on this machine (not one of
 # pytest's own 0-5), so CI and scripts can tell it from failing tests.
 PROBE_FAILED = 6

@@ -6,7 +6,10 @@ third of the CPU time: a short query takes about 2.5 ms here against 7 ms throug
 per-operation overhead dominates on inputs of a few words. The ONNX graph is exported once from
 the model folder with torch (the transformer plus the mean pooling, so the runtime needs neither
 torch nor sentence-transformers code), written under a cache folder by an atomic rename (several
-workers starting together cannot see half a file) and named by a fingerprint of the model's files.
+workers starting together cannot see half a file) and named by a fingerprint of what the model's
+files hold: the same weights installed again (a fresh virtualenv, new file times) find the same
+export. Reading the 90 MB of weights to name them takes 70 to 150 ms, so what they were found to
+hold is remembered beside the exports, under the files' identity and times (`_identity`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -58,13 +62,63 @@ def plain_model(path: Path) -> bool:
     return modes == {"pooling_mode_mean_tokens"} and not any((prompts or {}).values())
 
 
-def fingerprint(path: Path) -> str:
-    """Names the export: the model's files (names, sizes, modification times) and the format."""
+def fingerprint(path: Path, cache_dir: Path | None = None) -> str:
+    """Names the export: the model's files (names and contents) and the format, never their times,
+    so copies of the same weights share one export. With `cache_dir`, the name is remembered there
+    for as long as no file of the folder changes (`_identity`)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    seen = _identity(path, files)
+    remembered = cache_dir / "fingerprints" / seen if cache_dir is not None else None
+    found = _recall(remembered) if remembered is not None else None
+    if found is not None:
+        return found
     digest = hashlib.sha256(_EXPORT_FORMAT.encode())
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        stat = file.stat()
-        digest.update(f"{file.relative_to(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
+    for file in files:
+        with file.open("rb") as f:
+            digest.update(f"{file.relative_to(path)}\0{hashlib.file_digest(f, 'sha256').hexdigest()}\n".encode())
+    named = digest.hexdigest()[:16]
+    if remembered is not None and _identity(path, files) == seen:  # nothing changed while it was read
+        _remember(remembered, named)
+    return named
+
+
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+
+
+def _identity(path: Path, files: Sequence[Path]) -> str:
+    """The folder's files as the system sees them: where each is (device, inode), its size, and
+    both its times. Writing to a file changes its change time (ctime), which no file operation sets
+    back (touch and utime set the modification time only): the same identity means the same bytes."""
+    digest = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass"))
+    for file in files:
+        s = file.stat()
+        digest.update(f"{file.relative_to(path)}\0{s.st_dev}\0{s.st_ino}\0{s.st_size}\0{s.st_mtime_ns}"
+                      f"\0{s.st_ctime_ns}\n".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:32]
+
+
+def _recall(where: Path) -> str | None:
+    try:
+        found = where.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found if _FINGERPRINT.fullmatch(found) else None
+
+
+def _remember(where: Path, named: str) -> None:
+    """Written whole or not at all (a rename), so a worker starting beside this one reads a whole
+    name or none; a cache that cannot be written only costs reading the weights at the next start."""
+    temporary = None
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=where.parent, suffix=".part")
+        with os.fdopen(handle, "w", encoding="ascii") as f:
+            f.write(named)
+        os.replace(temporary, where)
+    except OSError as exc:
+        log.debug("model fingerprint not remembered", extra={"error": type(exc).__name__})
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 class OnnxSentenceModel:
@@ -92,7 +146,7 @@ class OnnxSentenceModel:
     @staticmethod
     def export(path: Path, cache_dir: Path) -> Path:
         """The model's ONNX file under cache_dir, exported first if it is not there yet."""
-        target = cache_dir / f"{path.name}-{fingerprint(path)}.onnx"
+        target = cache_dir / f"{path.name}-{fingerprint(path, cache_dir)}.onnx"
         if target.exists():
             return target
         import torch

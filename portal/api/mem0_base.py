@@ -10,8 +10,9 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from portal.api.auth import authenticate
+from portal.api.mem0_shapes import one_id
 from portal.api.problems import ApiProblem, install
-from portal.api.registry import check_path, parse_json
+from portal.api.registry import parse_json
 from portal.domain.types import Place
 
 PREFIXES = ("/v1/", "/v2/", "/v3/")
@@ -40,8 +41,9 @@ def body_of() -> dict[str, Any]:
 
 
 def person(key: Any, user_id: str) -> Place:
-    check_path({"owner_id": user_id})
-    return Place(user_id, key.tenant_id)
+    """The person a route names (in its path, body or query), in the key's tenant, by mem0's one id
+    rule (`mem0_shapes.one_id`: no `*`)."""
+    return Place(one_id(user_id), key.tenant_id)
 
 
 def caller() -> Any:

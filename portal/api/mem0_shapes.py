@@ -11,13 +11,13 @@ is forgotten once the day is over. A field this server does not take is refused 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from portal.api.problems import ApiProblem
 from portal.domain.attributes import ENTITY_NAMES, NAMES
 from portal.domain.types import Hit, Memory, Revision
-from portal.inputs import is_valid_id
+from portal.inputs import is_valid_id, moment_in_utc
 
 # What mem0's clients send that only says how to answer or how they batch: no data to keep.
 HINTS = frozenset({"version", "output_format", "async_mode", "org_id", "project_id", "rerank", "fields",
@@ -121,7 +121,14 @@ def _one_person(value: Any, name: str = "user_id") -> str:
             value = value["in"][0]
         else:
             raise ApiProblem(400, "one_person", f"one {name} per request")
-    if value == "*":  # mem0's "every one": here people are erased and read one by one
+    return one_id(value, name)
+
+
+def one_id(value: Any, name: str = "user_id") -> str:
+    """The one rule for a person (or an agent, app or run) mem0 names, in a body, a query or a path:
+    an id by `portal.inputs.is_valid_id`, and never mem0's "every one" wildcard `*` (here people
+    are erased and read one by one: a `*` would reach only a person literally named so)."""
+    if value == "*":
         raise ApiProblem(400, "one_person", f"one {name} per request: this server has no wildcard")
     if not isinstance(value, str) or not is_valid_id(value):
         raise ApiProblem(400, "invalid_owner" if name == "user_id" else "invalid_filters",
@@ -150,11 +157,9 @@ def _dates(field: str, value: Any, found: dict[str, Any]) -> None:
         raise ApiProblem(400, "invalid_filters", f"`{field}` takes gte, gt, lte or lt with a date")
     for operator, given in value.items():
         try:
-            at = datetime.fromisoformat(str(given).replace("Z", "+00:00"))
+            at = moment_in_utc(str(given), naive_is_utc=True)
         except ValueError:
             raise ApiProblem(400, "invalid_filters", f"`{field}.{operator}` is not an ISO date") from None
-        if at.tzinfo is None:
-            at = at.replace(tzinfo=UTC)
         if DATE_OPERATORS[operator] in found and found[DATE_OPERATORS[operator]] != at:
             raise ApiProblem(400, "invalid_filters", f"two different bounds for `{field}`")
         found[DATE_OPERATORS[operator]] = at

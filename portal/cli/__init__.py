@@ -2,7 +2,7 @@
 
 Each command builds the runtime from the environment, calls one service function and prints
 ids and counts, never a person's words (except `export`, whose whole point is to hand them over).
-A service's refusal is a one-line error naming its code, with a non-zero exit.
+Every error is one line with a non-zero exit (`portal.cli.errors`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from portal.cli import mcp, operations, setup
-from portal.cli.common import refusals_as_errors
+from portal.cli.errors import errors_as_one_line
 from portal.cli.setup import DEMO_EMAIL, DEMO_LEARNT, DEMO_MEMORIES, DEMO_OWNER, DEMO_PASSWORD, DEMO_TENANT
 
 
@@ -22,7 +22,7 @@ def main() -> None:
 
 
 for command in (*setup.COMMANDS, *operations.COMMANDS, mcp.mcp_command):
-    main.add_command(refusals_as_errors(command))
+    main.add_command(errors_as_one_line(command))
 
 
 def register(app: Any) -> None:

@@ -1,12 +1,7 @@
-"""What every command shares: the runtime, tenant references, the schema, and the one answer to
-the services' errors: a sentence and a non-zero exit (`Refusal`), or with `--json` the code and
-the sentence as JSON on standard output."""
+"""What every command shares: the runtime, tenant references, owner ids and the schema. The one
+answer to errors (`Refusal`, one line) is `portal.cli.errors`."""
 
 from __future__ import annotations
-
-import functools
-import json
-from typing import Any
 
 import click
 from flask import current_app
@@ -14,56 +9,9 @@ from flask import current_app
 from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.vector_extension import VectorExtensionError
 from portal.bootstrap import Runtime, build_runtime
+from portal.cli.errors import RUNTIME, Refusal
 from portal.config import ConfigError, load_config
-from portal.domain.catalog import CATALOGS, DEFAULT_LANGUAGE, message
-from portal.domain.errors import MemoryServiceError
-
-_KNOWN = frozenset(CATALOGS[DEFAULT_LANGUAGE])
-
-
-def sentence(code: str) -> str:
-    """A refusal code in words (English, the command line's language); the code itself when the
-    catalog has no text of its own for it."""
-    return (message(f"refused.{code}", DEFAULT_LANGUAGE) or code) if f"refused.{code}" in _KNOWN else code
-
-
-class Refusal(click.ClickException):
-    """A refused command: "Error: <sentence>" on standard error and exit 1; with `as_json`, the
-    code and the sentence as one JSON object on standard output instead (scripts read the code)."""
-
-    def __init__(self, code: str, as_json: bool = False) -> None:
-        super().__init__(sentence(code) or code)
-        self.code, self.as_json = code, as_json
-
-    def show(self, file: Any = None) -> None:
-        if self.as_json:
-            click.echo(json.dumps({"ok": False, "code": self.code, "message": self.message}))
-        else:
-            super().show(file)
-
-
-def refusals_as_errors(command: click.Command) -> click.Command:
-    """The command (each command of a group) answers a service's refusal as a one-line error
-    naming its code and a non-zero exit, never a traceback: under the console script and under
-    `flask --app portal` alike."""
-    if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            refusals_as_errors(sub)
-        return command
-    callback = command.callback
-    if callback is None or getattr(callback, "answers_refusals", False):
-        return command
-
-    @functools.wraps(callback)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return callback(*args, **kwargs)
-        except MemoryServiceError as exc:
-            raise Refusal(exc.code, bool(kwargs.get("as_json"))) from None
-
-    run.answers_refusals = True  # type: ignore[attr-defined]
-    command.callback = run
-    return command
+from portal.inputs import is_valid_id
 
 
 def current_runtime(check_keys: bool = True) -> Runtime:
@@ -73,9 +21,9 @@ def current_runtime(check_keys: bool = True) -> Runtime:
     # under flask, `obj` is flask's own ScriptInfo.
     ctx = click.get_current_context()
     meta = ctx.meta
-    if "memory_runtime" not in meta:
+    if RUNTIME not in meta:
         try:
-            meta["memory_runtime"] = current_app.extensions["memory_runtime"]
+            meta[RUNTIME] = current_app.extensions["memory_runtime"]
         except RuntimeError:  # no app context: the console script
             try:
                 built = build_runtime(load_config(), check_keys=check_keys)
@@ -84,9 +32,20 @@ def current_runtime(check_keys: bool = True) -> Runtime:
             # Closed (its connections, the queue's) when the command line ends, not when the process
             # does: a caller that lives on (click's test runner, a script calling `main`) keeps none.
             ctx.find_root().call_on_close(built.dispose)
-            meta["memory_runtime"] = built
-    found: Runtime = meta["memory_runtime"]
+            meta[RUNTIME] = built
+    found: Runtime = meta[RUNTIME]
     return found
+
+
+def owner(owner_id: str, as_json: bool = False) -> str:
+    """OWNER_ID as given, once it is one: a blank one names no person, and one the service could
+    never hold (over 200 characters, a control character, "/", a dot segment) is said to be not
+    valid, before anything is looked up."""
+    if not owner_id.strip():
+        raise Refusal("invalid_where", as_json)
+    if not is_valid_id(owner_id):
+        raise Refusal("invalid_owner_id", as_json)
+    return owner_id
 
 
 def tenant_ref_id(found: Runtime, name_or_id: str | None, as_json: bool = False) -> str:
@@ -98,6 +57,28 @@ def tenant_ref_id(found: Runtime, name_or_id: str | None, as_json: bool = False)
             raise Refusal("unknown_tenant", as_json)
         raise click.ClickException(f"no tenant named or numbered {name_or_id!r}")
     return tenant.id
+
+
+def person_tenant(found: Runtime, owner_id: str, tenant_ref: str | None) -> str:
+    """The tenant the person OWNER_ID is to be found in: --tenant's; without it, the only tenant
+    there is, or the only one keeping anything about them (said on standard error, which keeps
+    standard output for the answer). A person kept in several tenants, or in none, is a one-line
+    refusal: owner ids are per tenant, and guessing would hand over, or forget, someone else's."""
+    if tenant_ref is not None:
+        return tenant_ref_id(found, tenant_ref)
+    every = found.tenants.all()
+    if len(every) == 1:
+        click.echo(f"{owner_id}: in tenant {every[0].name}, the only tenant", err=True)
+        return every[0].id
+    holding = found.support.tenants_of(owner_id)
+    if len(holding) == 1:
+        click.echo(f"{owner_id}: in tenant {holding[0].name}, the only one keeping anything about them", err=True)
+        return holding[0].id
+    if not holding:
+        raise click.ClickException(f"no tenant keeps anything about {owner_id!r}: check the owner id, or say which "
+                                   "tenant with --tenant")
+    raise click.ClickException(f"{owner_id!r} is kept in {len(holding)} tenants "
+                               f"({', '.join(t.name for t in holding)}): say which with --tenant")
 
 
 def upgrade_schema(found: Runtime) -> None:

@@ -17,14 +17,12 @@ from tqdm import tqdm
 from portal.adapters.cipher import FernetCipher, generate_key
 from portal.adapters.sql.rotation import RotationError, rows_to_visit
 from portal.adapters.sql.rotation import rotate_keys as rotate
-from portal.cli.common import current_runtime, tenant_ref_id
+from portal.cli.common import current_runtime, owner, person_tenant, tenant_ref_id
 from portal.config import ConfigError, load_config
-from portal.domain.apps import apps_of
 from portal.domain.audit import AuditNote
-from portal.domain.export import document
 from portal.domain.imports import MAX_BYTES, parse
 from portal.domain.types import Place
-from portal.serve import run
+from portal.serve import port_in_use, run
 
 DURATION = re.compile(r"(?P<amount>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -59,11 +57,15 @@ class Duration(click.ParamType):
 def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int) -> None:
     """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
     try:
-        load_config()
+        config = load_config()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    if port_in_use(host, port):  # said before anything loads, in one line (portal.serve.port_in_use)
+        raise click.ClickException(
+            f"port {port} on {host} is in use already (another server?): stop it, or serve on another --port")
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")))
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")),
+        control_socket=config.instance_path / "gunicorn.ctl")
 
 
 @click.command()
@@ -100,21 +102,26 @@ def reindex(limit: int | None) -> None:
                    "OWNER_ID is erased, which is right only when the host's owner ids are unique across tenants.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
-    """Erase everything kept about OWNER_ID, in one tenant (--tenant) or in every tenant."""
+    """Erase the person OWNER_ID, in one tenant (--tenant) or in every tenant, as the support
+    console's erasure does: everything kept about them and their account go, and their open
+    erasure requests there are completed, in one transaction audited as the operator's. Prints
+    the counts, as JSON."""
+    owner(owner_id)
     runtime = current_runtime()
-    scopes = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref is not None else None
+    tenants = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref is not None else None
     if not yes:
-        where = f"in tenant {tenant_ref}" if scopes else "in EVERY tenant (owner ids are per tenant)"
-        click.confirm(f"Erase every memory of {owner_id} {where}?", abort=True)
-    counts = runtime.service.purge_owner(owner_id, scopes, audit=AuditNote(None, "operator", "person.purged"))
+        where = f"in tenant {tenant_ref}" if tenants else "in EVERY tenant (owner ids are per tenant)"
+        click.confirm(f"Erase everything kept about {owner_id} {where}, their account included?", abort=True)
+    counts = runtime.support.erase_owner(owner_id, tenants)
     runtime.store.settle(60)  # the cleaning up after the erasure, before the process ends
-    click.echo(json.dumps(counts.to_json()))
+    click.echo(json.dumps(counts))
 
 
 @click.command("forget-matching")
 @click.argument("owner_id")
 @click.argument("query")
-@click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
+@click.option("--tenant", "tenant_ref", default=None,
+              help="Tenant name or id (without it: the one tenant keeping anything about OWNER_ID).")
 @click.option("--yes", is_flag=True, help="Forget what the preview lists (without it: the preview alone).")
 def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool) -> None:
     """Forget everything about QUERY kept for OWNER_ID in one tenant: the memories sharing a word
@@ -122,7 +129,7 @@ def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool
     too (at most 200 a run). Without --yes, prints what matches (ids and how many, never a word);
     with --yes, forgets exactly what that preview listed, as `forget` does, with one audit entry."""
     runtime = current_runtime()
-    place = Place(owner_id, tenant_ref_id(runtime, tenant_ref))
+    place = Place(owner(owner_id), person_tenant(runtime, owner_id, tenant_ref))
     found = runtime.service.preview_forget_matching(place, query)
     ids = [m.id for m in found.items]
     if not yes:
@@ -136,14 +143,15 @@ def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool
 
 @click.command()
 @click.argument("owner_id")
-@click.option("--tenant", "tenant_ref", default=None, help="Tenant name or id (default: no scope).")
+@click.option("--tenant", "tenant_ref", default=None,
+              help="Tenant name or id (without it: the one tenant keeping anything about OWNER_ID).")
 def export(owner_id: str, tenant_ref: str | None) -> None:
-    """Print everything kept about OWNER_ID in one tenant, as the export document (JSON; the
-    format `import` reads back, docs/operations.md "Export format")."""
+    """Print everything kept about OWNER_ID in one tenant, their account included, as the export
+    document (JSON; what the support console hands over for an access request, and the format
+    `import` reads back, docs/operations.md "Export format"). Audited as the operator's."""
     runtime = current_runtime()
-    tenant_id = tenant_ref_id(runtime, tenant_ref)
-    data = runtime.service.export(Place(owner_id, tenant_id))
-    click.echo(json.dumps(document(data, None, apps_of(runtime.api_keys.list(tenant_id))), ensure_ascii=False, indent=2))
+    place = Place(owner(owner_id), person_tenant(runtime, owner_id, tenant_ref))
+    click.echo(json.dumps(runtime.support.export_owner(place), ensure_ascii=False, indent=2))
 
 
 @click.command("import")
@@ -164,6 +172,7 @@ def import_file(given: tuple[str, ...], owner_option: str | None, tenant_ref: st
     if owner_option is None and len(given) != 2:
         raise click.UsageError("give OWNER_ID and FILE: memory-portal import OWNER_ID FILE --tenant T")
     owner_id, path = (owner_option, given[0]) if owner_option is not None else given
+    owner(owner_id, as_json)
     with click.open_file(path, "rb") as file:
         raw = file.read(MAX_BYTES + 1)
     runtime = current_runtime()

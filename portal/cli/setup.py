@@ -13,9 +13,11 @@ import click
 
 from portal.adapters.sql.migrate import current_revision
 from portal.bootstrap import Runtime
-from portal.cli.common import Refusal, current_runtime, tenant_ref_id, upgrade_schema
+from portal.cli.common import current_runtime, tenant_ref_id, upgrade_schema
+from portal.cli.errors import Refusal
+from portal.domain.apps import app_of
 from portal.domain.errors import Refused
-from portal.domain.people import AccountError, TenantExists, User
+from portal.domain.people import PERMISSIONS, AccountError, TenantExists, User
 from portal.domain.types import Place, Source
 from portal.services.administration import disable_account, remove_staff_account, set_account_password
 
@@ -25,6 +27,9 @@ DEMO_EMAIL = "ada@demo.example"
 DEMO_NAME = "Ada"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - a published demo account, printed on purpose
 DEMO_LEARNT = (("Is thinking about adopting a second cat", "goal", 3),)
+DEMO_APP = "Support bot"  # an app of the demo tenant, and the conversation it had with the assistant
+DEMO_CONVERSATION = "demo-chat-1"
+DEMO_QUESTION = "How does Ada like her answers, and what is she learning?"
 DEMO_MEMORIES = (
     ("Prefers short answers with an example first", "preference", 5),
     ("Is learning Spanish before a trip to Seville in May", "goal", 4),
@@ -78,14 +83,25 @@ def tenant_list() -> None:
         click.echo(f"{t.id}\t{t.name}\tai={'on' if t.ai_enabled else 'off'}")
 
 
-@tenant.command("ai")
+@tenant.command("set")
+@click.argument("tenant_ref", metavar="TENANT")
+@click.option("--ai/--no-ai", "ai", default=None, help="Switch the assistant's AI on or off for this tenant.")
+def tenant_set(tenant_ref: str, ai: bool | None) -> None:
+    """Change a tenant (name or id): its AI switch, as `tenant create` sets it."""
+    if ai is None:
+        raise click.UsageError("say what to change: --ai or --no-ai")
+    runtime = current_runtime()
+    runtime.tenants.set_ai(tenant_ref_id(runtime, tenant_ref), ai)
+    click.echo(f"ai {'on' if ai else 'off'}")
+
+
+@tenant.command("ai", hidden=True)
 @click.argument("tenant_ref")
 @click.argument("state", type=click.Choice(["on", "off"]))
-def tenant_ai(tenant_ref: str, state: str) -> None:
-    """Switch the assistant's AI on or off for a tenant."""
-    runtime = current_runtime()
-    runtime.tenants.set_ai(tenant_ref_id(runtime, tenant_ref), state == "on")
-    click.echo(f"ai {state}")
+@click.pass_context
+def tenant_ai(ctx: click.Context, tenant_ref: str, state: str) -> None:
+    """The older spelling of `tenant set TENANT --ai/--no-ai`, kept for scripts."""
+    ctx.invoke(tenant_set, tenant_ref=tenant_ref, ai=state == "on")
 
 
 @click.group("api-key")
@@ -96,8 +112,8 @@ def api_key() -> None:
 @api_key.command("create")
 @click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id the key is scoped to.")
 @click.option(
-    "--permission", "permissions", multiple=True, required=True,
-    help="memories:read, memories:write, consolidate or erasure; repeat for several.",
+    "--permission", "permissions", multiple=True, required=True, type=click.Choice(PERMISSIONS),
+    help=f"What the key may do: {', '.join(PERMISSIONS)}; repeat for several.",
 )
 @click.option("--name", default=None, help="A label to recognise the key by.")
 def api_key_create(tenant_ref: str, permissions: tuple[str, ...], name: str | None) -> None:
@@ -156,8 +172,25 @@ def demo(url: str) -> None:
     except AccountError as exc:
         if exc.code != "email_taken":
             raise click.ClickException(exc.code) from None
+    given = demo_conversation(runtime, place)
     click.echo(f"demo tenant {found.id} ({DEMO_TENANT}); person {DEMO_OWNER} has {kept} memories")
+    click.echo(f"app {DEMO_APP} was given {given} memories in a conversation (Connected apps, Recent conversations)")
     click.echo(f"sign in at {url} as {DEMO_EMAIL} with the password {DEMO_PASSWORD}")
+
+
+def demo_conversation(runtime: Runtime, place: Place) -> int:
+    """An app of the demo tenant (a key named DEMO_APP that only reads, made once) that recalled the
+    person's memories in one conversation, through the service as the API does for an app sending
+    `conversation_ref`: the person's Connected apps, Recent conversations and each memory's page
+    show it. Answers how many memories the conversation was given."""
+    mine = [k for k in runtime.api_keys.list(place.scope) if k.name == DEMO_APP and k.revoked_at is None]
+    key = mine[0] if mine else runtime.api_keys.create(place.scope, ("memories:read",), name=DEMO_APP)[0]
+    try:
+        hits = runtime.service.for_app(app_of(key), DEMO_CONVERSATION).recall(place, DEMO_QUESTION, limit=3)
+    except Refused:  # the demo person blocked the app in the portal: it is given nothing
+        return 0
+    runtime.service.conversations(place, 1)  # written now, not with the next batch (portal.services.use_log)
+    return len(hits)
 
 
 @click.group()
@@ -170,6 +203,19 @@ JSON = click.option("--json", "as_json", is_flag=True, help="Answer as JSON (err
 
 def answer(as_json: bool, data: dict[str, Any], text: str) -> None:
     click.echo(json.dumps({"ok": True, **data}) if as_json else text)
+
+
+def read_password(from_stdin: bool, prompt: str) -> str:
+    """The password: the first line of standard input with --password-stdin (a script's); else
+    typed on the terminal, hidden, and typed again to confirm (the prompts on standard error, so
+    that `ID=$(memory-portal user create ...)` captures the id alone). Piped input is never read
+    as a password unless --password-stdin says so."""
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    if not sys.stdin.isatty():
+        raise click.ClickException("no terminal to ask the password on: give it on standard input with --password-stdin")
+    typed: str = click.prompt(prompt, hide_input=True, confirmation_prompt=True, err=True)
+    return typed
 
 
 def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
@@ -188,15 +234,18 @@ def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
 @click.option("--owner-id", default=None, help="The id the assistant backend keeps this person's memories under.")
 @click.option("--language", type=click.Choice(["en", "fr"]), default=None,
               help="The portal's language for this person; without it, none is chosen: their browser's, until they pick one.")
-@click.option("--password-stdin", is_flag=True, required=True, help="Read the password from standard input.")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the password from standard input (for scripts; on a terminal it is asked for, twice).")
 @JSON
 def user_create(
     email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str | None, password_stdin: bool,
     as_json: bool,
 ) -> None:
-    """Make an account; prints its owner id (the account's own id unless --owner-id is given)."""
+    """Make an account; prints its owner id (the account's own id unless --owner-id is given). The
+    password is asked for on the terminal (hidden, twice), or read from standard input with
+    --password-stdin."""
     runtime = current_runtime()
-    password = sys.stdin.readline().rstrip("\r\n")
+    password = read_password(password_stdin, "Password")
     try:
         created = runtime.accounts.create(email, name, tenant_ref_id(runtime, tenant_ref, as_json), role, password,
                                           owner_id=owner_id, language=language)
@@ -231,15 +280,17 @@ def user_list(tenant_ref: str | None, staff_only: bool, query: str, as_json: boo
 
 @user.command("set-password")
 @click.option("--email", required=True)
-@click.option("--password-stdin", is_flag=True, required=True, help="Read the new password from standard input.")
+@click.option("--password-stdin", is_flag=True,
+              help="Read the new password from standard input (for scripts; on a terminal it is asked for, twice).")
 @JSON
 def user_set_password(email: str, password_stdin: bool, as_json: bool) -> None:
     """Give an account a new password (enabling it again if it was disabled); every session it has
-    is ended."""
+    is ended. Asked for on the terminal (hidden, twice), or read from standard input with
+    --password-stdin."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
-    password = sys.stdin.readline().rstrip("\r\n")
-    with runtime.records.unit() as uow:  # a refusal: a sentence, or its code with --json (refusals_as_errors)
+    password = read_password(password_stdin, "New password")
+    with runtime.records.unit() as uow:  # a refusal: a sentence, or its code with --json (errors_as_one_line)
         set_account_password(uow, found, password, None, "operator")
         uow.commit()
     answer(as_json, {"id": found.id}, f"password changed for {found.email}; its sessions have ended")
@@ -262,8 +313,8 @@ def user_disable(email: str, as_json: bool) -> None:
 @click.option("--email", required=True)
 @JSON
 def user_remove(email: str, as_json: bool) -> None:
-    """Remove a staff or admin account. A person's account goes with their data: `purge`, or an
-    erasure request in the console."""
+    """Remove a staff or admin account. A person's account goes with their data: `purge-owner`, or
+    an erasure request in the console."""
     runtime = current_runtime()
     found = account_by_email(runtime, email, as_json)
     with runtime.records.unit() as uow:  # and what its own place holds, as the console does

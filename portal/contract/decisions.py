@@ -7,17 +7,38 @@ with the memory and the person, pruned with the uses; the person's `learnt_days`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
+import numpy as np
+
 from portal.contract.base import ALL, ContractBase
+from portal.domain.apps import App
 from portal.domain.types import Memory, Place
 from portal.domain.uses import UseBatch
 from portal.ports import Filters, Settings, Store
+from portal.services.memory_service import MemoryService
 
 # App ids a LIKE pattern could misread: wildcards, a quote, a backslash.
 ODD_APPS = ("app%", "ap_", 'a"pp', "a\\pp")
+KAYAK, KAYAK_AGAIN, KAYAK_MEANT = "Rents a kayak on Sundays", "rents a KAYAK on sundays!", "Hires a kayak each Sunday"
+
+
+class Meanings:
+    """An embedder for the suite's service calls: the kayak sentences point one way (the third
+    0.995 close to the first, a duplicate by meaning), every other text another."""
+
+    model_id = "contract-meanings"
+
+    def __init__(self, dimensions: int) -> None:
+        self.dimensions = dimensions
+
+    def embed(self, texts: Sequence[str], purpose: str = "document") -> tuple[np.ndarray, str]:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in zip(out, texts, strict=True):
+            row[:2] = (1.0, 0.0) if text.lower().startswith("rents") else (0.995, 0.0998) if "kayak" in text else (0, 1)
+        return out, self.model_id
 
 
 class DecisionsContract(ContractBase):
@@ -109,6 +130,27 @@ class DecisionsContract(ContractBase):
         with store.read(here) as tx:  # the person keeps and sees everything
             got = {m.id: m.withheld for m in tx.list(ALL)}
         assert got == {free.id: (), from_all.id: ("*",), from_one.id: ("app-1", *ODD_APPS)}
+
+    def test_an_app_repeating_a_memory_withheld_from_it_reinforces_it_and_it_stays_withheld(self, store: Store) -> None:
+        """Issue 38, item 17: the app's words (the same, or the same meaning) meet the memory the person
+        withheld: it is reinforced, never a second memory the app could receive; the app is answered
+        with its own words under that id, and nothing else the person keeps."""
+        bot = App("app-1", "Bot")
+        for withheld_from in (None, bot.id):
+            here = self.place(store, owner=f"owner-{withheld_from or 'all'}")
+            person = MemoryService(store, embedder=Meanings(self.vector_dimensions), clock=lambda: self.at(10))
+            kept = person.remember(here, KAYAK, importance=2, attributes={"metadata": {"club": "Ghent"}}).memory
+            person.set_use(here, kept.id, False, withheld_from)
+            app = person.for_app(bot)
+            for said, importance in ((KAYAK_AGAIN, 4), (KAYAK_MEANT, None)):
+                saved = app.remember(here, said, importance=importance, pinned=True)
+                assert (saved.reinforced, saved.replaced_id, saved.memory.id) == (True, None, kept.id), said
+                assert saved.memory.text == said and saved.memory.attributes is None and not saved.memory.usable_by(bot.id)
+            with store.read(here) as tx:
+                (now,) = tx.list(ALL)
+            assert (now.id, now.text, now.revision, now.importance, now.pinned) == (kept.id, KAYAK, 1, 4, False)
+            assert now.withheld == (("*",) if withheld_from is None else (bot.id,))
+            assert app.list(here).items == [] and app.recall(here, "kayak sunday") == []
 
     def test_withholding_a_cached_memory_takes_it_out_of_the_next_ranking(self, store: Store) -> None:
         here = self.place(store)

@@ -141,6 +141,22 @@ class PlacesContract(ContractBase):
         assert other_owner not in set(store.places())
         assert {here, other_scope} <= set(store.places())
 
+    def test_the_scopes_of_an_owner_are_those_keeping_anything_under_their_id(self, store: Store) -> None:
+        """Where a person named by their owner id alone is (the operator's command line): every
+        scope keeping anything of theirs, a setting alone too, and none once it is erased."""
+        here, other_owner, other_scope = self.places3(store)
+        self.add(store, here, "one")
+        self.add(store, other_owner, "two")
+        assert store.scopes_of(here.owner_id) == [here.scope]
+        with store.write(other_scope) as tx:
+            tx.set_settings(Settings(paused=True))
+            tx.commit()
+        assert store.scopes_of(here.owner_id) == sorted([here.scope, other_scope.scope])
+        assert store.scopes_of(self.new_id()) == [] and store.scopes_of("\x00") == []
+        store.purge_owner(here.owner_id, [here.scope])
+        assert store.scopes_of(here.owner_id) == [other_scope.scope]
+        assert store.scopes_of(other_owner.owner_id) == [other_owner.scope]
+
     def test_a_memory_named_by_its_id_alone_is_found_in_its_tenant_only(self, store: Store) -> None:
         """mem0's routes name a memory without its person: the tenant's place holding it, in any
         state, and never a place of another tenant; gone once the memory is."""

@@ -147,7 +147,10 @@ class RecordsContract(AuditContract):
         assert emails("example", [globex]) == ["bea@globex.example"]
         assert emails("example", []) == []
         assert emails("ext-2") == ["bea@globex.example"]
-        assert emails("ext-") == []  # owner ids match whole, not in part
+        assert emails("ext-") == [] and records.accounts.of_owner("ext-") == []  # owner ids match whole, not in part
+        twin = records.accounts.create("twin@globex.example", "Twin", globex, "member", PASSWORD, owner_id="ext-1")
+        assert [u.email for u in records.accounts.of_owner("ext-1")] == ["ada@acme.example", twin.email]
+        assert records.accounts.of_owner("ext-1", [globex]) == [twin] and records.accounts.of_owner("ext-1", []) == []
         for wildcard in ("_", "%", "a_a", "q%l"):  # characters, not patterns
             assert emails(wildcard) == [], wildcard
         records.accounts.create("under_score@acme.example", "Per Cent 100%", acme, "member", PASSWORD)
@@ -214,6 +217,8 @@ class RecordsContract(AuditContract):
         assert [r.id for r in records.erasures.open_for("owner-1", acme)] == [late.id]
         assert [r.id for r in records.erasures.all([acme])] == [late.id, early.id]  # open ones first
         assert {r.id for r in records.erasures.all(None)} == {late.id, early.id, other.id}
+        records.erasures.complete(other.id, None, {})  # by the operator, who has no account
+        assert records.erasures.open_for("owner-1", globex) == []
 
     # ------------------------------------------------------------------ the unit of work
 

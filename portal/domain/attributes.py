@@ -16,7 +16,7 @@ from typing import Any
 
 from portal.inputs import is_valid_id, is_valid_text
 
-from .errors import Refused
+from .errors import InvalidArgument, Refused
 
 NAMES = ("agent_id", "app_id", "run_id", "metadata", "categories", "expiration_date", "timestamp")
 ENTITY_NAMES = ("agent_id", "app_id", "run_id")
@@ -119,8 +119,11 @@ def matches(attributes: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> 
 def expiry_of_day(value: Any) -> str | None:
     """mem0's `expiration_date` (a day) as a memory's expiry, so that it really goes: the end of that
     day in UTC, the next day at 00:00Z, as RFC 3339 (None for none; Refused `invalid_attributes` as
-    the attribute itself is)."""
+    the attribute itself is; InvalidArgument `invalid_expiry` for the calendar's last day, whose end
+    is no moment a date can hold)."""
     if value is None:
         return None
     day = date.fromisoformat((checked_attributes({"expiration_date": value}) or {})["expiration_date"])
+    if day == date.max:
+        raise InvalidArgument("invalid_expiry")
     return datetime.combine(day + timedelta(days=1), time(), UTC).isoformat()

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from portal.domain.errors import InvalidArgument
-from portal.inputs import is_valid_text
+from portal.inputs import is_valid_text, moment_in_utc
 
 EVERY_APP = "*"
 MAX_REF = 200  # a conversation reference: at most this many characters
@@ -56,19 +56,15 @@ def withheld_after(current: tuple[str, ...], use: bool, app_id: str | None) -> t
 
 
 def expiry_of(value: Any, now: datetime) -> datetime | None:
-    """A memory's expiry from what a caller sent (an aware datetime or RFC 3339 text, UTC kept),
-    None for none; InvalidArgument `invalid_expiry` for anything else or a time already past."""
+    """A memory's expiry from what a caller sent (a moment by `portal.inputs.moment_in_utc`: an
+    aware datetime or RFC 3339 text that exists in UTC, kept in UTC), None for none;
+    InvalidArgument `invalid_expiry` for anything else, `expiry_in_past` for a time already past."""
     if value is None:
         return None
-    moment = value
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError:
-            raise InvalidArgument("invalid_expiry") from None
-    if not isinstance(moment, datetime) or moment.tzinfo is None:
-        raise InvalidArgument("invalid_expiry")
-    moment = moment.astimezone(UTC)
+    try:
+        moment = moment_in_utc(value)
+    except ValueError:
+        raise InvalidArgument("invalid_expiry") from None
     if moment <= now:
         raise InvalidArgument("expiry_in_past")
     return moment

@@ -19,12 +19,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from portal.domain.errors import Refused
 from portal.domain.export import FORMAT, VERSION
 from portal.domain.types import Source
+from portal.inputs import moment_in_utc
 
 MAX_BYTES = 5 * 1024 * 1024
 MAX_ITEMS = 5000
@@ -170,14 +171,12 @@ def _sources(value: Any) -> tuple[Source, ...]:
 
 def _time(value: Any) -> datetime | None:
     """An ISO 8601 time with its zone (one without is read as UTC), or None."""
-    if not isinstance(value, str) or len(value) > 64:
+    if not isinstance(value, str):
         return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = moment_in_utc(value, naive_is_utc=True)
     except ValueError:
         return None
-    if not 1970 <= moment.year <= 9998:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment if 1970 <= moment.year <= 9998 else None
 
 

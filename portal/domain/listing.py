@@ -6,13 +6,13 @@ import base64
 import binascii
 import builtins
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from portal.domain.errors import InvalidArgument
 from portal.domain.queries import Cursor
 from portal.domain.types import Memory, iso
-from portal.inputs import is_valid_id
+from portal.inputs import is_valid_id, moment_in_utc
 
 
 def encode_cursor(memory: Memory) -> str:
@@ -25,15 +25,12 @@ def decode_cursor(cursor: str) -> Cursor:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         created, memory_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(created, str) or not isinstance(memory_id, str):
-            raise ValueError
-        moment = datetime.fromisoformat(created.replace("Z", "+00:00"))
-        if moment.tzinfo is None or not is_valid_id(memory_id):
+        if not isinstance(created, str) or not is_valid_id(memory_id):
             raise ValueError
         # In UTC here, as the database compares it: a moment that has no UTC form (year 1 an hour
         # east of Greenwich) is an invalid cursor, not an OverflowError deep in the driver.
-        return Cursor(moment.astimezone(UTC), memory_id)
-    except (ValueError, TypeError, OverflowError, RecursionError, binascii.Error, UnicodeError, json.JSONDecodeError):
+        return Cursor(moment_in_utc(created), memory_id)
+    except (ValueError, TypeError, RecursionError, binascii.Error, UnicodeError, json.JSONDecodeError):
         raise InvalidArgument("invalid_cursor") from None
 
 
@@ -47,11 +44,11 @@ def moment(value: Any) -> datetime | None:
     `invalid_time`."""
     if value is None:
         return None
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+    if not isinstance(value, datetime):
         raise InvalidArgument("invalid_time")
     try:
-        return value.astimezone(UTC)  # a moment with no UTC form (year 1, east of Greenwich) is invalid too
-    except OverflowError:
+        return moment_in_utc(value)  # a moment with no UTC form (year 1, east of Greenwich) is invalid too
+    except ValueError:
         raise InvalidArgument("invalid_time") from None
 
 

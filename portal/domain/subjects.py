@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from portal.domain.errors import Refused
 from portal.domain.text import STOP_WORDS, fold
 from portal.domain.types import Place
+from portal.inputs import load_json
 
 PREVIEW_MAX = 200  # memories one preview lists (and one confirmation may forget)
 PREVIEW_VALID = timedelta(minutes=30)  # how long a preview may be confirmed
@@ -117,17 +118,30 @@ def opened(token: object, place: Place, now: datetime, secret: bytes | None) -> 
     if not isinstance(token, str) or len(token) > 200_000 or token.count(".") != 2:
         raise Refused("invalid_preview")
     version, body, mac = token.split(".")
-    if version != _VERSION or not hmac.compare_digest(_b64(_mac(place, body, secret)), mac):
+    # Compared as bytes: compare_digest takes no text outside ASCII, and a token is any text sent.
+    if version != _VERSION or not hmac.compare_digest(_b64(_mac(place, body, secret)).encode("ascii"),
+                                                      mac.encode("utf-8", "surrogatepass")):
         raise Refused("invalid_preview")
     try:
-        payload = json.loads(_unb64(body))
+        # By the rules every JSON taken in follows (portal.inputs.load_json): no depth that exhausts
+        # the stack, no number that is not finite. Signed by us, so only a deployment without a
+        # secret (or a changed one) gets here with a payload we did not write.
+        payload = load_json(_unb64(body))
         expires, pairs = payload["x"], payload["m"]
-        previewed = {str(i): int(r) for i, r in pairs}
-    except (ValueError, TypeError, KeyError, binascii.Error):  # signed by us: only a changed key gets here
+        if not isinstance(pairs, list):
+            raise TypeError("not a list of pairs")
+        previewed = {str(i): _revision(r) for i, r in pairs}
+    except (ValueError, TypeError, KeyError, binascii.Error):
         raise Refused("invalid_preview") from None
-    if not isinstance(expires, int) or expires <= now.timestamp():
+    if not isinstance(expires, int) or isinstance(expires, bool) or expires <= now.timestamp():
         raise Refused("invalid_preview")
     return previewed
+
+
+def _revision(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError("not a revision")
+    return value
 
 
 def _mac(place: Place, body: str, secret: bytes | None) -> bytes:

@@ -4,10 +4,11 @@ ASGI app (Starlette, served by uvicorn from `memory-portal mcp --http`); and Ope
 answers, for the assistants configured for it.
 
 On OpenMemory's URL `client_name` names the connected app the calls are made as, the one the
-person sees and can pause or block: the key's own app (the key's name), or another app of the
-key's tenant (the name of another of its keys in use), compared as key names make one app (case,
-accents and spaces folded). Anything else, another tenant's app included, is refused 403
-`unknown_app`: a URL never makes an app, nor reaches outside the key's tenant.
+person sees and can pause or block, and a key acts as its own app, always: the name must be the
+key's own (compared as key names make one app: case, accents and spaces folded). Any other name,
+another app of the key's tenant included, is refused 403 `wrong_app` before anything is read: a URL
+never lends a key another app's standing (a blocked or paused app, or one a memory is withheld
+from, would otherwise act as an app the person trusts, and be recorded as it).
 
 Every request is authenticated before the SDK's transport sees it: `Authorization: Bearer <key>`
 (the same hashed API keys as the JSON API; 401 without one or with an unknown or revoked one), the
@@ -48,9 +49,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from portal.adapters.sql.counters import counters_storage
 from portal.bootstrap import Runtime
-from portal.domain.apps import App, app_named, app_of
+from portal.domain.apps import app_named, app_of
 from portal.domain.catalog import DEFAULT_LANGUAGE
-from portal.domain.people import LANGUAGES, ApiKey
+from portal.domain.people import LANGUAGES
 from portal.inputs import is_valid_id
 from portal.mcp.openmemory import build_openmemory_server
 from portal.mcp.server import REFUSED, Caller, Context, build_server, caller_for, refused
@@ -104,8 +105,8 @@ def http_app(runtime: Runtime, host: str = "127.0.0.1", language: str = DEFAULT_
 
 class PersonEndpoint:
     """The door of one person's endpoint: checks the owner id and the key of every request (and,
-    with `named_apps`, the app the path names), then hands it to the SDK's transport with the
-    caller in its scope."""
+    with `named_apps`, that the app the path names is the key's own), then hands it to the SDK's
+    transport with the caller in its scope."""
 
     def __init__(self, runtime: Runtime, manager: StreamableHTTPSessionManager, language: str, limit: KeyLimit,
                  named_apps: bool = False) -> None:
@@ -137,23 +138,13 @@ class PersonEndpoint:
             await answer(429, "rate_limited", "too many requests for this key", {"Retry-After": str(wait)})(
                 scope, receive, send)
             return
-        app = None
-        if self.named_apps:
-            app = await anyio.to_thread.run_sync(self.app_named, key, params.get("client_name", ""))
-            if app is None:
-                own = app_of(key).name
-                await answer(403, "unknown_app", f"this key's tenant has no app by that name: use this key's app "
-                                                 f"({own!r}) or the name of another key of the tenant")(scope, receive, send)
-                return
-        caller = caller_for(key, owner_id, chosen_language(headers.get("accept-language"), self.language), app)
+        if self.named_apps and app_named(params.get("client_name", ""), [key]) is None:
+            own = app_of(key).name
+            await answer(403, "wrong_app", f"this key acts as its own app only, {own!r}: name it in the address "
+                                           f"(another app's calls need that app's own key)")(scope, receive, send)
+            return
+        caller = caller_for(key, owner_id, chosen_language(headers.get("accept-language"), self.language))
         await self.manager.handle_request({**scope, CALLER: caller}, receive, send)
-
-    def app_named(self, key: ApiKey, name: str) -> App | None:
-        """The app of the key's tenant called `name`: its own first, then its tenant's keys in use."""
-        mine = app_named(name, [key])
-        if mine is not None:
-            return mine
-        return app_named(name, [k for k in self.runtime.api_keys.list(key.tenant_id) if k.revoked_at is None])
 
 
 class KeyLimit:

@@ -4,7 +4,8 @@
 `delete_memories(memory_ids)` and `delete_all_memories()`, at OpenMemory's own URL,
 `/mcp/<client_name>/http/<user_id>` (`portal.mcp.http`), stateless, with JSON answers.
 
-Each tool is one call of the service, through the app the URL names (`MemoryService.for_app`):
+Each tool is one call of the service, as the key's own app (`MemoryService.for_app`; the URL must
+name that app, `portal.mcp.http`):
 
 - `add_memories` with `infer` false keeps the text as written (`memories:write`); with `infer` true
   (the default) the configured model learns from it in the background, as a job of our queue, as

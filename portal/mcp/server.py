@@ -112,24 +112,23 @@ REFUSED = INVALID_REQUEST
 class Caller:
     """Who is asking, as a transport established it: the key, the person's place (the owner the
     transport was given, never a tool argument, in the key's tenant), and the connected app it acts
-    as: the key's own, unless the transport found another app of the key's tenant by its name."""
+    as: the key's own, always (nothing a request names lends a key another app's standing)."""
 
     key: ApiKey
     place: Place
     language: str = DEFAULT_LANGUAGE
-    named_app: App | None = None
 
     @property
     def app(self) -> App:
-        return self.named_app or app_of(self.key)
+        return app_of(self.key)
 
 
 Context = ServerRequestContext[Any, Any]
 Resolve = Callable[[Context], Awaitable[Caller]]
 
 
-def caller_for(key: ApiKey, owner_id: str, language: str = DEFAULT_LANGUAGE, app: App | None = None) -> Caller:
-    return Caller(key, Place(owner_id, key.tenant_id), language, app)
+def caller_for(key: ApiKey, owner_id: str, language: str = DEFAULT_LANGUAGE) -> Caller:
+    return Caller(key, Place(owner_id, key.tenant_id), language)
 
 
 def refused(code: str, language: str = DEFAULT_LANGUAGE, sentence: str | None = None) -> MCPError:

@@ -257,6 +257,11 @@ class Store(Protocol):
         `hidden_from` (an app id), not those who blocked that app. For an API that lists people
         (mem0's `users()`): one statement, whatever the number of people."""
         ...
+    def scopes_of(self, owner_id: str) -> builtins.list[str]:
+        """The scopes keeping anything under this owner id (a memory, a wording, a setting, a use, a
+        job, a tombstone...: what `purge_owner` erases), sorted: where a person named by their
+        owner id alone is to be found (the operator's command line)."""
+        ...
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         """The place in tenant `scope` holding memory `memory_id`, in any state: for an API that
         names a memory by its id alone (mem0's). None when no person of the tenant holds it, or when

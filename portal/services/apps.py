@@ -59,9 +59,18 @@ class AppTx:
     def __getattr__(self, name: str) -> Any:  # refs, receipts, audit: as they are
         return getattr(self._tx, name)
 
+    @property
+    def as_kept(self) -> StoreTx:
+        """The place as the person keeps it, withheld memories included: for the one read that must
+        see past the app's view, the duplicate a write of the app meets (`drafts.duplicate_of`), so
+        that repeating a memory withheld from the app reinforces it instead of bringing it back as
+        a new one the app would receive. What the app is answered then holds only its own words
+        (`drafts.meet_duplicate`)."""
+        return self._tx
+
     # Reading: only what the person lets this app receive ("don't use this": Memory.usable_by), so
-    # no path an app takes (recall, portrait, tools, consolidation's context, a duplicate met) can
-    # hand it a memory withheld from it.
+    # no path an app takes (recall, portrait, tools, consolidation's context) can hand it a memory
+    # withheld from it; a duplicate its write meets is looked for in `as_kept`.
     def _usable(self, memory: Memory | None) -> Memory | None:
         return memory if memory is not None and memory.usable_by(self._app.id) else None
 
@@ -280,12 +289,6 @@ class Apps:
             if tx.get(memory_id) is None:
                 raise NotFound()
             return tx.app_uses(memory_id)
-
-    def writers(self, place: Place, memory_ids: Sequence[str]) -> dict[str, str]:
-        """Which app wrote each of these memories (the app whose `remembered` use came first), for
-        the rows that name it: by id, for those an app wrote through its key."""
-        with self.ctx.store.read(as_place(place)) as tx:
-            return tx.writers(memory_ids)
 
     def set_control(self, place: Place, app_id: str, state: str | None, audit: AuditNote | None = None) -> bool:
         """Pause (`paused`) or block (`blocked`) an app for this person, or resume it (None), with

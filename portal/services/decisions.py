@@ -3,8 +3,10 @@ may use a memory ("don't use this"), when it is forgotten, how long what the ass
 kept, and which conversations used what.
 
 A memory withheld from an app is in no answer to that app — recall, portrait, tools, MCP, a
-consolidation's context, a duplicate met — because the app's view of the store leaves it out
-(`portal.services.apps.AppTx`); the person still sees, searches and downloads it. A memory past
+consolidation's context — because the app's view of the store leaves it out
+(`portal.services.apps.AppTx`); the person still sees, searches and downloads it. The app's own
+words repeating it meet it as a duplicate (reinforced, still withheld; the app is answered with its
+own words only: `portal.services.drafts.meet_duplicate`). A memory past
 its expiry is in no answer to anyone (the store's reads leave it out, `Store.clock`), and `expire`
 erases it as forget erases, from the background worker's periodic sweep, `serve`'s on the
 embedded default, and `prune`.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -106,6 +109,12 @@ class Decisions:
             if tx.get(memory_id) is None:
                 raise NotFound()
             return tx.conversation_counts(memory_id)
+
+    def writers(self, place: Place, memory_ids: Sequence[str]) -> dict[str, str]:
+        """Which app wrote each of these memories (the app whose `remembered` use came first), for
+        the rows that name it: by id, for those an app wrote through its key."""
+        with self.ctx.store.read(as_place(place)) as tx:
+            return tx.writers(memory_ids)
 
     def expire(self, now: datetime | None = None) -> tuple[int, int]:
         """Erase, in every place, the memories whose expiry has come, as forget erases (every

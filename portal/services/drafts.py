@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+from portal.domain.decisions import EVERY_APP
 from portal.domain.errors import Refused
 from portal.domain.rules import Candidate, importance_of, names_added
 from portal.domain.text import clean_text, words_key
@@ -17,6 +18,7 @@ from portal.domain.types import Embedding, Memory, Place, Revision, Saved, Sourc
 from portal.inputs import is_valid_text
 from portal.ports import Filters, StoreTx
 
+from .apps import AppTx
 from .context import Context, pid
 
 log = logging.getLogger("portal.memory")
@@ -74,15 +76,17 @@ def edit_draft(ctx: Context, place: Place, current: Memory, text: Any, kind: Any
 
 def duplicate_of(ctx: Context, tx: StoreTx, key: str, embedding: Embedding | None) -> Memory | None:
     """An active memory with the same folded words, or one at least `duplicate_threshold` close
-    in meaning (same model and size only)."""
-    same_words = tx.find_words(key)
+    in meaning (same model and size only), among every memory the person keeps: one withheld from
+    the app that writes is met too (issue 38: its repeat must not come back as a new memory)."""
+    kept = tx.as_kept if isinstance(tx, AppTx) else tx
+    same_words = kept.find_words(key)
     if same_words is not None:
         return same_words
     if embedding is None:
         return None
-    near = tx.nearest(embedding, 1, ACTIVE)
+    near = kept.nearest(embedding, 1, ACTIVE)
     if near and near[0][1] >= ctx.options.duplicate_threshold:
-        return tx.get(near[0][0])
+        return kept.get(near[0][0])
     return None
 
 
@@ -90,8 +94,18 @@ def meet_duplicate(
     ctx: Context, tx: StoreTx, existing: Memory, new: Draft, embedding: Embedding | None, mode: str,
     origin: str, sources: tuple[Source, ...], kind_given: bool, importance_given: bool,
 ) -> Saved:
-    """Replace the duplicate's wording (a new revision), or reinforce it."""
+    """Replace the duplicate's wording (a new revision), or reinforce it. A memory the person
+    withheld from the app that writes is only ever reinforced (the app changes no wording it may
+    not read, pins nothing) and stays withheld; the app is answered with its own words under the
+    memory's id (`as_said`), never with what the person keeps."""
     now = ctx.clock()
+    if ctx.app is not None and not existing.usable_by(ctx.app.id):
+        reinforced = existing.copy(
+            importance=max(existing.importance, new.importance) if importance_given else existing.importance,
+            updated_at=now, embedding=existing.embedding or embedding, last_op="reinforce",
+        )
+        tx.save(reinforced, existing.revision)
+        return Saved(as_said(reinforced, new, origin, sources), reinforced=True)
     # Saying the same thing again changes no wording: it reinforces, whatever the mode (a new
     # revision of identical text would pile up history and make undo "restore" the same words).
     identical = (
@@ -116,6 +130,17 @@ def meet_duplicate(
     )
     tx.save(replaced, existing.revision)
     return Saved(replaced, replaced_id=existing.id)
+
+
+def as_said(met: Memory, new: Draft, origin: str, sources: tuple[Source, ...]) -> Memory:
+    """What an app is told of a memory withheld from it that its words met: the memory's id and
+    times, the app's own words, kind and importance, and that it is not for the app; none of the
+    person's wording, attributes, expiry, pin or decisions about other apps."""
+    return Memory(
+        id=met.id, owner_id=met.owner_id, scope=met.scope, revision=met.revision, text=new.text, kind=new.kind,
+        importance=new.importance, created_at=met.created_at, updated_at=met.updated_at, origin=origin,
+        sources=sources, channel=met.channel, words_key=new.words_key, last_op=met.last_op, withheld=(EVERY_APP,),
+    )
 
 
 def trim(ctx: Context, tx: StoreTx, active: int, keep: str) -> None:

@@ -17,7 +17,7 @@ from portal.domain.attributes import checked_attributes, expiry_of_day, merged_a
 from portal.domain.decisions import expiry_of, learnt_expiry
 from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.text import words_key
-from portal.domain.types import CHANNELS, ORIGINS, Embedding, Holding, Memory, Place, Saved, Source, as_place
+from portal.domain.types import CHANNELS, ORIGINS, Embedding, Holding, Memory, Place, Saved, Source, as_place, kept_at
 from portal.ports import StoreTx
 
 from .context import Context, pid
@@ -137,7 +137,7 @@ class Memories:
         ctx = self.ctx
         existing = None if mode == "keep" else duplicate_of(ctx, tx, new.words_key, embedding)
         if existing is not None:
-            if pinned and not existing.pinned:
+            if pinned and not existing.pinned and (ctx.app is None or existing.usable_by(ctx.app.id)):
                 existing = existing.copy(pinned=True)
             return meet_duplicate(ctx, tx, existing, new, embedding, mode, origin, sources, kind_given, importance_given)
         now = ctx.clock()
@@ -244,8 +244,11 @@ class Memories:
             # Only the wording the last write replaced: the revision just below the current one. Once
             # it is gone (a person's own edit, erased when its Undo was over), the earlier wording on
             # top belongs to an older write, which an Undo never takes back.
+            # And only while its Undo is offered (a person's own edit keeps it that long: the sweep
+            # may not have erased it yet).
             history = tx.history(memory_id)[:1] if current.last_op in UNDOABLE else []
-            if not history or history[0].revision != current.revision - 1:
+            if (not history or history[0].revision != current.revision - 1
+                    or not kept_at(history[0].expires_at, ctx.clock())):
                 raise Refused("nothing_to_undo")
             earlier = tx.pop_revision(memory_id)
             if earlier is None:

@@ -9,19 +9,19 @@ content-free audit entry (ids, codes, counts, ticket references — never a pers
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from portal.domain import export
 from portal.domain.apps import AppSummary, apps_of
-from portal.domain.audit import AuditEntry, AuditNote
+from portal.domain.audit import AuditNote
 from portal.domain.errors import NotFound, Refused
 from portal.domain.options import utc_now
-from portal.domain.people import ErasureRequest, User
+from portal.domain.people import ErasureRequest, Tenant, User
 from portal.domain.types import Memory, Place
-from portal.ports import Records
+from portal.ports import Records, UnitOfWork
+from portal.services.audit_reading import AuditReading
 from portal.services.memory_service import MemoryService
 
 DEADLINE = timedelta(days=30)  # GDPR: one month to answer a request
@@ -52,7 +52,7 @@ class RequestView:
     name: str | None = None
 
 
-class Support:
+class Support(AuditReading):
     def __init__(self, service: MemoryService, records: Records, erasure_scope: str = "tenant") -> None:
         self.service = service
         self.records = records
@@ -62,15 +62,6 @@ class Support:
         self.erasure_scope = erasure_scope
 
     # ------------------------------------------------------------------ who sees what
-
-    @staticmethod
-    def scopes(actor: User) -> list[str] | None:
-        """The tenants an actor may see: all for admins (None), their own for staff."""
-        if actor.role == "admin":
-            return None
-        if actor.role == "staff":
-            return [actor.tenant_id]
-        raise NotFound()
 
     def _person(self, actor: User, user_id: str) -> User:
         """The person `actor` may act for. Staff act for the people (members) of their own tenant
@@ -126,10 +117,13 @@ class Support:
     def export(self, actor: User, user_id: str, ticket: str | None) -> dict[str, Any]:
         """An access request (art. 15/20): everything kept about the person in their tenant."""
         person = self._person(actor, user_id)
-        note = AuditNote(actor.id, actor.role, "access.exported", ticket=_ticket(ticket))
-        # read and audited in one transaction; the same document the person downloads
-        return export.document(self.service.export(person.place, audit=note), person,
-                               apps_of(self.records.api_keys.list(person.tenant_id)))
+        return self._document(person.place, person, AuditNote(actor.id, actor.role, "access.exported",
+                                                              ticket=_ticket(ticket)))
+
+    def _document(self, place: Place, person: User | None, note: AuditNote) -> dict[str, Any]:
+        """The document handed over for an access request, the person's account in it: read and
+        audited in one transaction; the same document the person downloads."""
+        return export.document(self.service.export(place, audit=note), person, apps_of(self.records.api_keys.list(place.scope)))
 
     def _all(self, place: Place) -> list[Memory]:
         items: list[Memory] = []
@@ -221,57 +215,62 @@ class Support:
             if typed.strip().lower() not in expected:
                 raise Refused("confirmation_mismatch")
             scopes = None if self.erasure_scope == "all" else [request.tenant_id]
-            counts = uow.purge_owner(request.subject_owner_id, scopes).to_json()
-            counts["accounts"] = int(uow.accounts.delete(person.id)) if person else 0
             # Other open requests for the same person (the person asked from the portal and staff
             # logged one too) are answered by this erasure: left open they would keep the account id
             # and sit in the list as overdue forever.
             others = [r for r in locked.values() if r.id != request.id]
-            for done in [request, *others]:
-                uow.erasures.complete(done.id, actor.id, counts)
-                uow.audit.record(actor.id, actor.role, "erasure.completed", request.subject_owner_id, request.tenant_id,
-                                 counts=counts, ticket=done.ticket)
+            counts = _erase(uow, request.subject_owner_id, scopes, [person] if person else [], [request, *others],
+                            actor.id, actor.role)
             uow.commit()
         return counts
 
-    # ------------------------------------------------------------------ audit
+    # ------------------------------------------------------------------ the operator (command line)
+    # The operator runs the service: no account, every tenant; audited as "operator". A person is
+    # named by their owner id in a tenant, as the hosts' backends name them.
 
-    def audit_entries(self, actor: User, actor_named: str | None = None, subject_named: str | None = None,
-                      action: str | Sequence[str] | None = None, since: datetime | None = None,
-                      until: datetime | None = None) -> list[AuditEntry]:
-        """The entries `actor` may read (staff: their tenant's), newest first. Who acted and whom an
-        entry is about are named by id, or by an e-mail or a name (any part of them, in any case)
-        of the accounts `actor` may see: the entries of any of them. Nothing typed is kept."""
-        scopes = self.scopes(actor)
-        return self.records.audit.query(scopes, actor_id=self._named(actor_named, scopes, owner=False),
-                                        subject=self._named(subject_named, scopes, owner=True), action=action,
-                                        since=since, until=until)
+    def tenants_of(self, owner_id: str) -> list[Tenant]:
+        """The tenants keeping anything under this owner id, or holding an account with it: where a
+        person named by their owner id alone may be."""
+        found = set(self.service.store.scopes_of(owner_id)) | {u.tenant_id for u in self.accounts.of_owner(owner_id)}
+        return [t for t in self.records.tenants.all() if t.id in found]
 
-    def _named(self, text: str | None, scopes: list[str] | None, owner: bool) -> tuple[str, ...] | None:
-        """The ids `text` names: itself (an id), and the accounts within `scopes` whose e-mail or
-        name holds it (their owner ids when `owner`, else their account ids)."""
-        text = (text or "").strip()[:320]
-        if not text:
-            return None
-        return (text, *(u.owner_id if owner else u.id for u in self.accounts.find(text, scopes)))
+    def export_owner(self, place: Place) -> dict[str, Any]:
+        """The operator's answer to an access request: the document staff hand over (`export`), with
+        the account holding this owner id in this tenant, if one does. Two accounts sharing the
+        owner id cannot both be the document's person: Refused `owner_shared` (staff export each)."""
+        accounts = self.accounts.of_owner(place.owner_id, [place.scope])
+        if len(accounts) > 1:
+            raise Refused("owner_shared")
+        return self._document(place, accounts[0] if accounts else None, AuditNote(None, "operator", "access.exported"))
 
-    def app_names(self, actor: User) -> dict[str, str]:
-        """The names of the apps of the tenants `actor` may see, by app id (an audit entry about an
-        app names it by id)."""
-        scopes = self.scopes(actor)
-        keys = self.records.api_keys.list() if scopes is None else [
-            k for tenant in scopes for k in self.records.api_keys.list(tenant)]
-        return {app_id: app.name for app_id, app in apps_of(keys).items()}
+    def erase_owner(self, owner_id: str, tenant_ids: list[str] | None) -> dict[str, int]:
+        """The operator's erasure of a person, as staff complete one (`complete_erasure`): everything
+        kept under the owner id in these tenants (None: in every tenant) and every account holding it
+        there go, the person's open requests there are completed, and `person.purged` is recorded
+        with the counts, all in one unit of work."""
+        with self.unit() as uow:
+            tenants = tenant_ids if tenant_ids is not None else [t.id for t in uow.tenants.all()]
+            requests = [r for t in sorted(tenants) for r in uow.erasures.open_for(owner_id, t, for_update=True)]
+            counts = _erase(uow, owner_id, tenant_ids, uow.accounts.of_owner(owner_id, tenant_ids), requests,
+                            None, "operator")
+            scope = tenant_ids[0] if tenant_ids is not None and len(tenant_ids) == 1 else None
+            uow.audit.record(None, "operator", "person.purged", owner_id, scope, counts=counts)
+            uow.commit()
+        return counts
 
-    def actor_names(self, entries: list[AuditEntry]) -> dict[str, str]:
-        """The names of the staff and admins who acted in these entries (a person acting on their
-        own memories stays an id: the log names no one it is about)."""
-        names: dict[str, str] = {}
-        for actor_id in {e.actor_id for e in entries if e.actor_id and e.actor_role in ("staff", "admin")}:
-            account = self.accounts.get(actor_id)
-            if account is not None:
-                names[actor_id] = account.name
-        return names
+
+def _erase(uow: UnitOfWork, owner_id: str, scopes: list[str] | None, accounts: list[User],
+           requests: list[ErasureRequest], actor_id: str | None, actor_role: str) -> dict[str, int]:
+    """The erasure of a person, in the caller's unit of work: what is kept under the owner id in
+    `scopes` (None: every scope), these accounts, and these open requests completed, each with its
+    audit entry. The counts, accounts included."""
+    counts = uow.purge_owner(owner_id, scopes).to_json()
+    counts["accounts"] = sum(int(uow.accounts.delete(account.id)) for account in accounts)
+    for done in requests:
+        uow.erasures.complete(done.id, actor_id, counts)
+        uow.audit.record(actor_id, actor_role, "erasure.completed", owner_id, done.tenant_id, counts=counts,
+                         ticket=done.ticket)
+    return counts
 
 
 def _view(request: ErasureRequest, name: str | None = None) -> RequestView:

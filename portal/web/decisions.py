@@ -51,7 +51,7 @@ def written_by_words(memory: Memory, writers: dict[str, str] | None = None) -> s
     """Who wrote a memory, in words (portal.domain.provenance): an app by its name, from its
     recorded use (`writers`, read once for a whole list; else read for this row alone)."""
     if not isinstance(writers, dict):  # None, or no `writers` in the template's context
-        writers = service().apps.writers(current_user.place, [memory.id]) if needs_writer(memory) else {}
+        writers = service().decisions.writers(current_user.place, [memory.id]) if needs_writer(memory) else {}
     who = written_by(memory, app_wrote=memory.id in writers)
     if who != APP:
         return {PORTAL: _("You wrote it"), SAID: _("You said it"), OWN_IMPORT: _("You imported it"),

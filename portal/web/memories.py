@@ -91,7 +91,7 @@ def index() -> ResponseReturnValue:
     new_ids = {m.id for m in items if m.channel == "background" and not m.seen}
     return page_or_fragment(
         "memories/index.html", "memories/_list.html", items=items, new_ids=new_ids, next_cursor=next_cursor,
-        kind=kind, query=query, writers=svc.apps.writers(place, [m.id for m in items if needs_writer(m)]), **context(),
+        kind=kind, query=query, writers=svc.decisions.writers(place, [m.id for m in items if needs_writer(m)]), **context(),
     )
 
 
@@ -169,18 +169,28 @@ def save(memory_id: str) -> ResponseReturnValue:
     outcome = service().update(
         current_user.place, memory_id, text=request.form.get("text", ""), kind=request.form.get("kind") or None,
         importance=request.form.get("importance") or None,
-        expected_revision=int(revision) if revision.isdigit() else None, sources=(Source("portal"),),
+        expected_revision=_revision(revision), sources=(Source("portal"),),
         person_name=current_user.name,
     )
     undoable = outcome.memory.last_op in ("update", "replace")
     return done(outcome.memory, undo_for(_("Saved.")) if undoable else _("Saved."), undo=undoable)
 
 
+def _revision(sent: str) -> int | None:
+    """The revision the edit form was shown; None (no compare-and-set) for anything but a number:
+    ASCII digits only, as many as a revision has ("²" is a digit to str.isdigit, not to int)."""
+    return int(sent) if sent.isascii() and sent.isdigit() and len(sent) <= 9 else None
+
+
 def undo_for(text: str) -> str:
     """A change's toast, saying how long it can be undone: the earlier wording is kept that long
     only (`Options.undo_window`), then erased."""
-    minutes = int(service().options.undo_window.total_seconds() // 60)
-    return text + " " + ngettext("You can undo it for %(num)d minute.", "You can undo it for %(num)d minutes.", minutes)
+    seconds = int(service().options.undo_window.total_seconds())
+    if seconds < 60:  # MEMORY_UNDO_SECONDS may shorten it below a minute
+        return text + " " + ngettext("You can undo it for %(num)d second.", "You can undo it for %(num)d seconds.",
+                                     seconds)
+    return text + " " + ngettext("You can undo it for %(num)d minute.", "You can undo it for %(num)d minutes.",
+                                 seconds // 60)
 
 
 def row_refused(text: str, memory_id: str) -> ResponseReturnValue:

@@ -5,17 +5,24 @@ ones only. The client passes it to the real app, and its docstring and the READM
 from __future__ import annotations
 
 import inspect
-import re
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from portal.client import MemoryClient
 
-from .conftest import World, serving
+from ..readme import free_port, fresh_shell_env, make_run, readme_block, shell
+from .conftest import World
 from .test_ai_and_vectors import ConceptEmbedder
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SECTION, SERVER = "The JSON API in five minutes", "http://127.0.0.1:8000"
+# Appended to the README's block: what it found.
+REPORT = """
+import json as _json
+print(_json.dumps({"hits": [h.memory.text for h in hits], "nothing": nothing,
+                   "portrait": [portrait.text, portrait.left_out]}))
+"""
 
 
 def test_relevant_only_through_the_client_against_the_real_app(make_world: Callable[..., World],
@@ -37,15 +44,17 @@ def test_the_client_docstring_says_how_to_ask_for_relevant_ones_only() -> None:
     assert "relevant_only=True" in doc and "score" in doc
 
 
-def test_the_readme_s_python_snippet_runs_as_printed(world: World) -> None:
-    readme = README.read_text(encoding="utf-8")
-    found = re.search(r"```python\n(from portal\.client import MemoryClient\n.*?)```", readme, flags=re.S)
-    assert found, "README shows no Python client"
-    snippet = found.group(1)
-    assert "relevant_only=True" in snippet
-    with serving(world) as base:
-        names: dict[str, Any] = {"KEY": world.keys["a"]}
-        exec(compile(snippet.replace("http://127.0.0.1:8000", base), "README.md", "exec"), names)  # noqa: S102
-    assert [h.memory.text for h in names["hits"]] == ["Prefers short answers"]
-    assert names["nothing"] == []
-    assert (names["portrait"].text, names["portrait"].left_out) == ("- Prefers short answers", 0)
+def test_the_readme_s_python_client_block_runs_as_pasted_after_its_shell_lines(tmp_path: Path) -> None:
+    """As a reader pastes it: its shell lines in a fresh shell in the clone while `make run` is up,
+    then the block as a file run from that shell (only make run's address is replaced)."""
+    setup = readme_block(SECTION, "sh", "portal.client")
+    block = readme_block(SECTION, "python", "from portal.client import MemoryClient")
+    assert setup.startswith(". .venv/bin/activate") and "relevant_only=True" in block and SERVER in block
+    env = fresh_shell_env(tmp_path, tmp_path / "instance")
+    with make_run(env, free_port()) as server:
+        app = tmp_path / "app.py"
+        app.write_text(block.replace(SERVER, server) + REPORT, encoding="utf-8")
+        ran = shell(f"{setup}\npython {app}\n", env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    report = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert report == {"hits": ["Prefers short answers"], "nothing": [], "portrait": ["- Prefers short answers", 0]}

@@ -76,3 +76,17 @@ def test_search_names_its_conversation_and_skips_what_the_person_withheld(served
     with pytest.raises(MemoryNotFoundError):
         memory.get(tea)
     assert [m["use"] for m in service.export(place)["memories"]] == [False]
+
+
+def test_the_same_words_again_meet_the_withheld_memory_and_it_stays_withheld(served: tuple[World, Any]) -> None:
+    """Issue 38, item 17: mem0's add of words the person said "don't use" reinforces that memory
+    (event NONE, its id); search and get_all still find nothing."""
+    world, memory = served
+    place, service = Place("ada", world.tenant_a), world.runtime.service
+    tea = memory.add("Likes green tea", user_id="ada", infer=False)["results"][0]["id"]
+    service.set_use(place, tea, False)
+    again = memory.add("likes GREEN tea", user_id="ada", infer=False)["results"]
+    assert [(r["id"], r["memory"], r["event"]) for r in again] == [(tea, "likes GREEN tea", "NONE")]
+    assert memory.search("green tea", filters={"user_id": "ada"})["results"] == []
+    assert memory.get_all(filters={"user_id": "ada"})["results"] == []
+    assert [(m["id"], m["text"], m["use"]) for m in service.export(place)["memories"]] == [(tea, "Likes green tea", False)]

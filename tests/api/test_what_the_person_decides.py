@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from portal.domain.apps import app_of
 from portal.domain.types import Place
 
 from .conftest import API, World
@@ -158,3 +159,27 @@ def test_an_apps_export_never_says_what_the_person_decided_about_other_apps(worl
     status, body = call(world, "GET", f"{PERSON}/export")
     assert status == 200 and [m["id"] for m in body["memories"]] == [made["id"]]
     assert all("withheld_from" not in m for m in body["memories"])
+
+
+@pytest.mark.parametrize("withheld_from", ["every app", "this app"])
+def test_an_app_repeating_a_withheld_memory_reinforces_it_and_never_gets_it_back(any_world: World,
+                                                                                 withheld_from: str) -> None:
+    """Issue 38, item 17: the same words again from the app meet the memory the person said "don't
+    use" (201, reinforced, its id); no second memory comes back to the app, and it stays withheld."""
+    w = any_world
+    made = remember(w, "Prefers tea to coffee", importance=2)
+    place, person = Place("ada", w.tenant_a), w.runtime.service
+    app_id = None
+    if withheld_from == "this app":
+        key = w.runtime.api_keys.verify(w.keys["a"])
+        assert key is not None
+        app_id = app_of(key).id
+    person.set_use(place, made["id"], False, app_id)
+    status, body = call(w, "POST", f"{PERSON}/memories", {"text": "prefers TEA to coffee!", "importance": 4})
+    assert status == 201 and (body["reinforced"], body["replaced_id"]) == (True, None)
+    assert (body["memory"]["id"], body["memory"]["text"], body["memory"]["use"]) == (
+        made["id"], "prefers TEA to coffee!", False)
+    gone_for(w, made["id"], "a")
+    (kept,) = person.list(place, state=None).items
+    assert (kept.id, kept.text, kept.importance, kept.usable_by(app_id or "any app")) == (
+        made["id"], "Prefers tea to coffee", 4, False)

@@ -21,6 +21,7 @@ from portal.adapters.sql.api_keys import ApiKeys
 from portal.adapters.sql.engine import make_engine
 from portal.adapters.sql.migrate import head_revision
 from portal.adapters.sql.store import SqlStore
+from portal.domain.people import PERMISSIONS
 from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
 
@@ -111,6 +112,38 @@ def test_api_key_is_printed_once_listed_without_its_secret_and_revocable(env: di
     assert nowhere.returncode != 0 and nowhere.stdout == "" and "Initech" in nowhere.stderr
     bare = run(["api-key", "create", "--tenant", "Acme"], env)
     assert bare.returncode != 0 and bare.stdout == "" and "--permission" in bare.stderr
+
+
+def test_api_key_create_help_names_every_permission_the_code_knows(env: dict[str, str]) -> None:
+    """Issue 38, item 13: `memories:forget` was missing from the help, which listed them by hand."""
+    helped = run(["api-key", "create", "--help"], env)
+    assert helped.returncode == 0, helped.stderr
+    for permission in PERMISSIONS:
+        assert permission in helped.stdout, helped.stdout
+
+
+def test_the_ai_switch_is_said_one_way_when_a_tenant_is_made_and_after(env: dict[str, str]) -> None:
+    """Issue 38, item 13: `--ai/--no-ai` at creation and afterwards (`tenant set`); `tenant ai NAME
+    on|off`, the older spelling, still works and is not offered any more."""
+    assert run(["db", "upgrade"], env).returncode == 0
+    assert run(["tenant", "create", "Acme", "--no-ai"], env).returncode == 0
+
+    def switch() -> str:
+        (line,) = [row for row in run(["tenant", "list"], env).stdout.splitlines() if "\tAcme\t" in row]
+        return line.split("\t")[2]
+
+    assert switch() == "ai=off"
+    on = run(["tenant", "set", "Acme", "--ai"], env)
+    assert (on.returncode, on.stdout, switch()) == (0, "ai on\n", "ai=on"), on.stderr
+    off = run(["tenant", "set", "Acme", "--no-ai"], env)
+    assert (off.returncode, off.stdout, switch()) == (0, "ai off\n", "ai=off"), off.stderr
+    nothing = run(["tenant", "set", "Acme"], env)
+    assert nothing.returncode == 2 and "--ai or --no-ai" in nothing.stderr and switch() == "ai=off"
+    older = run(["tenant", "ai", "Acme", "on"], env)
+    assert (older.returncode, switch()) == (0, "ai=on"), older.stderr
+    listed = run(["tenant", "--help"], env).stdout
+    assert "set" in listed and not any(line.split()[:1] == ["ai"] for line in listed.splitlines())
+    assert "--ai / --no-ai" in run(["tenant", "set", "--help"], env).stdout
 
 
 @pytest.mark.usefixtures("cheap_password_hashes")
@@ -214,6 +247,21 @@ def test_serve_answers_health_and_readiness_on_loopback(env: dict[str, str]) -> 
     # gunicorn, not Flask's development server, with two workers.
     assert "Booting worker" in output and "Development server" not in output
     assert output.count("Booting worker") >= 2
+
+
+def test_serve_refuses_a_port_in_use_in_one_line_before_the_app_loads(env: dict[str, str]) -> None:
+    # Issue 38: with `make run` up, a second `serve` on its port never started, while a readiness
+    # loop passed against the first one. It says so at once, naming the port, and exits non-zero.
+    assert run(["db", "upgrade"], env).returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = run_console_script(["serve", "--host", "127.0.0.1", "--port", str(port)], env)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        f"Error: port {port} on 127.0.0.1 is in use already (another server?): stop it, or serve on another --port"]
+    assert refused.stdout == ""  # nor gunicorn's own retries (5 s, a dozen lines), nor a worker booting
 
 
 @pytest.mark.parametrize("through", ["console script", "flask"])

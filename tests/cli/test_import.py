@@ -6,21 +6,13 @@ runner (tests/cli/runner.py: the console script's own entry point, a traceback s
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
-from portal.adapters.cipher import generate_key
-from portal.adapters.sql.engine import make_engine
-from portal.adapters.sql.janitor import settle_all
-
+from .databases import STORES, copied, prepared
 from .runner import Ran, run
 
 SETUP = ((["db", "upgrade"], None), (["tenant", "create", "Acme"], None),
@@ -28,63 +20,18 @@ SETUP = ((["db", "upgrade"], None), (["tenant", "create", "Acme"], None),
            "--role", "member", "--password-stdin"], "correct horse battery\n"))
 
 
-def create_database(server_url: str, name: str, template: str | None = None) -> str:
-    admin = make_engine(server_url)
-    try:
-        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
-    finally:
-        admin.dispose()
-    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
-
-
-def drop_database(server_url: str, name: str) -> None:
-    settle_all(30)  # an erasure's VACUUM may still be running on it
-    admin = make_engine(server_url)
-    try:
-        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
-
-
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def prepared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+@pytest.fixture(scope="module", params=STORES)
+def prepared_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """An operator's shell on a database the commands migrated, with the tenant Acme and Bob Durand's
     account: made once for each store; every test works on a copy of it (`env`)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    base.update(MEMORY_INSTANCE_PATH=str(tmp_path_factory.mktemp("prepared") / "instance"), MEMORY_EMBEDDER="none")
-    server = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    name = f"template_{uuid.uuid4().hex[:16]}"
-    if server is not None:
-        base.update(MEMORY_DATABASE_URL=create_database(server, name), MEMORY_ENCRYPTION_KEYS=generate_key())
-    try:
-        for args, stdin in SETUP:
-            done = run(args, base, stdin)
-            assert done.returncode == 0, done.stderr
-        yield base
-    finally:
-        if server is not None:
-            drop_database(server, name)
+    with prepared(request, tmp_path_factory.mktemp("prepared"), SETUP) as shell:
+        yield shell
 
 
 @pytest.fixture
-def env(request: pytest.FixtureRequest, prepared: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A copy of the prepared shell: its instance folder, and on PostgreSQL its database (a
-    database made from the prepared one as template)."""
-    copy = {**prepared, "MEMORY_INSTANCE_PATH": str(tmp_path / "instance")}
-    if Path(prepared["MEMORY_INSTANCE_PATH"]).exists():  # on PostgreSQL with its keys given, nothing is kept there
-        shutil.copytree(prepared["MEMORY_INSTANCE_PATH"], copy["MEMORY_INSTANCE_PATH"])
-    if "MEMORY_DATABASE_URL" not in prepared:
-        yield copy
-        return
-    server = request.getfixturevalue("postgres_url")
-    name = f"test_{uuid.uuid4().hex[:16]}"
-    copy["MEMORY_DATABASE_URL"] = create_database(server, name, template=make_url(prepared["MEMORY_DATABASE_URL"]).database)
-    try:
-        yield copy
-    finally:
-        drop_database(server, name)
+def env(request: pytest.FixtureRequest, prepared_env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+    with copied(request, prepared_env, tmp_path) as shell:
+        yield shell
 
 
 def import_file(env: dict[str, str], tmp_path: Path, content: Any, *flags: str) -> Ran:

@@ -1,23 +1,20 @@
 """The README's JSON API walk-through, run as printed in a fresh shell (issue 27): bash without the
-virtual environment on its PATH, in the clone, against a new instance folder. Only what cannot be
-the same on every machine is replaced: the model's address (the fake OpenAI-compatible server on
-loopback answers as a model would) and the port (a free one). Every answer must come on its own
-line and be what the README says it is."""
+virtual environment on its PATH, in the clone, while `make run` is up in another terminal (issue 38:
+the block then met that server, on its port and its database). Only what cannot be the same on
+every machine is replaced: the model's address (the fake OpenAI-compatible server on loopback
+answers as a model would) and the ports (free ones). Every answer must come on its own line and be
+what the README says it is."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
+import re
 from pathlib import Path
 
+from ..cli.runner import run
 from ..fakes.llm_server import FakeLLMServer
-from ..readme import readme_block
+from ..readme import MAKE_RUN_PORT, ROOT, free_port, fresh_shell_env, make_run, readme_block, shell
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 MODEL = "http://127.0.0.1:11434/v1"
 
 
@@ -25,35 +22,26 @@ def walk_through() -> str:
     return readme_block("The JSON API in five minutes", "sh")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_the_readme_api_walk_through_runs_as_printed_in_a_fresh_shell(tmp_path: Path) -> None:
+def test_the_readme_api_walk_through_runs_as_printed_in_a_fresh_shell_beside_make_run(tmp_path: Path) -> None:
     script = walk_through()
     assert script.startswith(". .venv/bin/activate"), "a fresh shell has no memory-portal on its PATH"
-    assert MODEL in script and "--port 8000" in script
+    own = re.search(r"memory-portal serve --port (\d+)", script)
+    assert own and MODEL in script
+    assert own[1] != MAKE_RUN_PORT, "the block's server needs a port of its own: make run serves its port"
+    assert '"conversation_ref"' in script, "an app names its conversation: the person's Recent conversations"
     port = free_port()
-    with FakeLLMServer() as model:
+    env = {**fresh_shell_env(tmp_path, tmp_path / "instance"), "TMPDIR": str(tmp_path)}
+    with make_run(env, free_port()) as other, FakeLLMServer() as model:
         model.script(json.dumps({"facts": [{"text": "Has a cat called Miso", "kind": "fact", "importance": 4}],
                                  "summary": "A new cat"}),
                      json.dumps({"facts": [{"text": "Is training for a marathon", "kind": "goal"}], "summary": "Running"}))
-        script = script.replace(MODEL, model.base_url).replace("8000", str(port))
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
-               "MEMORY_INSTANCE_PATH": str(tmp_path / "instance"), "MEMORY_EMBEDDER": "none"}
+        # make run's port first: a block on that port meets make run's server, as a reader's does
+        script = (script.replace(MODEL, model.base_url).replace(MAKE_RUN_PORT, other.rsplit(":", 1)[1])
+                  .replace(own[1], str(port)))
         script = script.replace(">serve.log", f">{tmp_path / 'serve.log'}")  # not in the clone
-        shell = subprocess.Popen(["bash", "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            out, err = shell.communicate(timeout=300)
-        finally:
-            try:
-                os.killpg(shell.pid, signal.SIGTERM)  # the server the block started, if `kill %1` missed it
-            except ProcessLookupError:
-                pass
-    assert shell.returncode == 0, err[-2000:]
+        ran = shell(script, env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    out = ran.stdout
     lines = [line for line in out.splitlines() if line.strip()]
     bodies = [json.loads(line) for line in lines if line.startswith("{")]
     remembered, recalled, portrait, learnt, background, erased = (
@@ -61,9 +49,13 @@ def test_the_readme_api_walk_through_runs_as_printed_in_a_fresh_shell(tmp_path: 
     assert remembered["memory"]["text"] == "Prefers short answers"
     assert recalled["items"][0]["memory"]["text"] == "Prefers short answers"
     assert "Prefers short answers" in portrait["text"]
-    assert (learnt["status"], learnt["added"]) == ("done", 1)
+    assert (learnt["status"], learnt["added"]) == ("done", 1), learnt  # its own server, with the model
     assert background["state"] == "queued" and any(line.startswith("HTTP/1.1 202") for line in lines)
     assert any(line.lower().startswith("location: /api/v1/people/ada/jobs/") for line in lines)
     assert "204" in lines
     assert erased["memories"] >= 1
     assert len(bodies) == 6, lines  # each body on its own line: none ran into the next
+    # make run's database was left alone: the block kept its tenant in a database of its own
+    tenants = run(["tenant", "list"], env).stdout
+    assert "\tDemo\t" in tenants and "\tAcme\t" not in tenants
+    assert not list(ROOT.glob("tmp.*")), "the block's database is made in the temporary folder"

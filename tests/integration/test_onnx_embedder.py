@@ -74,7 +74,8 @@ def test_auto_runs_minilm_on_onnx(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     auto = LocalEmbedder()
     auto.embed(["I like tea"])
     assert auto.runtime == "onnx"
-    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    assert [p.suffix for p in tmp_path.glob("*.onnx")] == [".onnx"]
+    assert [p.name for p in (tmp_path / "fingerprints").iterdir()] != []  # what the weights hold, remembered
 
 
 def test_the_export_is_made_once_and_named_by_the_model(tmp_path: Path, model_dir: Path) -> None:
@@ -111,3 +112,49 @@ def test_the_backend_is_configurable_and_checked() -> None:
         load_config({"MEMORY_EMBEDDING_BACKEND": "tensorflow"})
     with pytest.raises(ValueError, match="backend"):
         LocalEmbedder(backend="tensorflow")
+
+
+def copied_at(source: Path, target: Path, when_ns: int) -> Path:
+    """The model folder copied file by file (a fresh virtualenv's install), every file stamped `when_ns`."""
+    for file in source.rglob("*"):
+        if file.is_file():
+            copy = target / file.relative_to(source)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(file.read_bytes())
+            os.utime(copy, ns=(when_ns, when_ns))
+    return target
+
+
+def test_copies_of_the_weights_made_at_other_times_share_one_export(tmp_path: Path, model_dir: Path) -> None:
+    # Issue 38: each fresh virtualenv installs the same weights with new file times, and each
+    # exported another 90 MB model. The export is named by what the files hold.
+    day = 86_400 * 10**9
+    first = copied_at(model_dir, tmp_path / "venv-1" / "model", 1_700_000_000 * 10**9)
+    second = copied_at(model_dir, tmp_path / "venv-2" / "model", 1_700_000_000 * 10**9 + day)
+    assert fingerprint(first) == fingerprint(second) == fingerprint(model_dir)
+    cache = tmp_path / "cache"
+    made = OnnxSentenceModel.export(first, cache)
+    stamp = made.stat().st_mtime_ns
+    assert OnnxSentenceModel.export(second, cache) == made and made.stat().st_mtime_ns == stamp  # not again
+    assert [p.name for p in cache.glob("*.onnx")] == [made.name]
+
+
+def test_a_weight_changed_under_the_same_size_and_time_is_a_new_export(tmp_path: Path, model_dir: Path) -> None:
+    # What the export is named by may be remembered between starts (reading 90 MB each time costs),
+    # but never past a change of a file's bytes, even one that keeps its size and puts its time back.
+    copy = copied_at(model_dir, tmp_path / "model", 1_700_000_000 * 10**9)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    before = fingerprint(copy, cache)
+    assert fingerprint(copy, cache) == before == fingerprint(model_dir)
+    assert len(list((cache / "fingerprints").iterdir())) == 1  # remembered under the files' identity
+    weights = copy / "model.safetensors"
+    stat = weights.stat()
+    with weights.open("r+b") as f:  # one byte of the weights, in place
+        f.seek(stat.st_size // 2)
+        byte = f.read(1)
+        f.seek(stat.st_size // 2)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert weights.stat().st_size == stat.st_size and weights.stat().st_mtime_ns == stat.st_mtime_ns
+    assert fingerprint(copy, cache) != before

@@ -120,6 +120,9 @@ CROSSINGS = (
              "the people of one tenant but those who blocked the asking app (the controls of each, by owner)"),
     Crossing((f"{KEEPING}.memory_place",), "SELECT", frozenset({("memories", "owner_id")}),
              "a memory's person within its tenant, looked up by the memory's id alone (mem0's routes name no person)"),
+    *(Crossing((f"{KEEPING}.scopes_of",), "SELECT", scopes(t),
+               "where a person named by their owner id alone is (the operator's command line): one owner's scopes")
+      for t in ALL_OWNER_TABLES if t != "memory_places"),
     Crossing((f"{KEEPING}.unfinished_jobs",), "SELECT", people("consolidation_jobs"),
              "the sweep for jobs whose worker died: unfinished jobs not updated since the lease, in every place"),
 )

@@ -89,6 +89,22 @@ def test_the_remember_tool_takes_an_expiry(served: tuple[Portal, HttpServer]) ->
     assert kept.expires_at == datetime(2099, 5, 6, 7, 8, 9, tzinfo=UTC)
 
 
+def test_the_remember_tool_refuses_an_expiry_off_the_calendar_in_utc(served: tuple[Portal, HttpServer]) -> None:
+    """Issue 38, item 21: an expiry whose UTC time is past year 9999 or before year 1 answered the
+    JSON-RPC error -32603 (OverflowError in the server): it is refused `invalid_expiry`."""
+    portal, server = served
+    owner, token = someone(), portal.key(READ, WRITE)
+
+    async def scenario() -> None:
+        async with server.session(token, owner, LEGACY) as session:
+            for when in ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"):
+                refused = await session.call_tool("remember", {"text": "Is in Lyon this week", "expires_at": when})
+                assert reason(refused) == "invalid_expiry", when
+
+    anyio.run(scenario)
+    assert portal.runtime.service.list(Place(owner, portal.tenant())).items == []
+
+
 def test_what_the_person_withholds_or_what_expired_reaches_no_tool_resource_or_prompt(
         served: tuple[Portal, HttpServer]) -> None:
     portal, server = served
@@ -136,3 +152,35 @@ def test_openmemorys_search_names_its_conversation_in_meta_and_skips_what_is_wit
 
     anyio.run(scenario)
     assert conversations(portal, place) == [{tea.id}]
+
+
+def check_repeat_meets_withheld(portal: Portal, server: HttpServer) -> None:
+    """Issue 38, item 17: OpenMemory's add_memories of words the person said "don't use" reinforces
+    that memory (event NONE, its id): list_memories and search_memory still find nothing."""
+    owner, token = someone(), portal.key(READ, WRITE, name="Cursor")
+    place = Place(owner, portal.tenant())
+    tea = portal.runtime.service.remember(place, TEA, importance=2).memory
+    portal.runtime.service.set_use(place, tea.id, False)
+
+    async def scenario() -> None:
+        async with openmemory(server, token, "cursor", owner) as session:
+            added = json.loads(said(await session.call_tool("add_memories", {"text": "prefers TEA to coffee",
+                                                                             "infer": False})))
+            assert [(r["id"], r["memory"], r["event"]) for r in added["results"]] == [
+                (tea.id, "prefers TEA to coffee", "NONE")]
+            assert json.loads(said(await session.call_tool("list_memories", {}))) == []
+            assert json.loads(said(await session.call_tool("search_memory", {"query": "tea"})))["results"] == []
+
+    anyio.run(scenario)
+    (kept,) = portal.runtime.service.list(place).items
+    assert (kept.id, kept.text, kept.to_json()["use"]) == (tea.id, TEA, False)
+
+
+def test_openmemorys_add_of_a_withheld_memory_reinforces_it(served: tuple[Portal, HttpServer]) -> None:
+    check_repeat_meets_withheld(*served)
+
+
+@pytest.mark.postgres
+def test_openmemorys_add_of_a_withheld_memory_reinforces_it_on_postgresql(pg_engine: Engine, tmp_path: Path) -> None:
+    with portal_on(pg_engine, tmp_path / "instance") as portal, http_server(portal.env, tmp_path / "server.log") as server:
+        check_repeat_meets_withheld(portal, server)

@@ -63,6 +63,11 @@ class InMemoryAccounts:
                  and (tenant_ids is None or u.tenant_id in tenant_ids)]
         return sorted(found, key=lambda u: u.email)[:FIND_LIMIT]
 
+    def of_owner(self, owner_id: str, tenant_ids: list[str] | None = None) -> list[User]:
+        return sorted((u for u, _ in self._h.data.users.values()
+                       if u.owner_id == owner_id and (tenant_ids is None or u.tenant_id in tenant_ids)),
+                      key=lambda u: u.email)
+
     def authenticate(self, email: str, password: str) -> User | None:
         wanted = email.strip().lower()
         found = next(((u, h) for u, h in self._h.data.users.values() if u.email == wanted), None)

@@ -108,7 +108,7 @@ class InMemoryErasures:
                        if r.subject_owner_id == subject_owner_id and r.tenant_id == tenant_id and r.state == "open"),
                       key=lambda r: r.id)
 
-    def complete(self, request_id: str, actor_id: str, counts: dict[str, int]) -> None:
+    def complete(self, request_id: str, actor_id: str | None, counts: dict[str, int]) -> None:
         with self._h.writing():
             found = self._h.data.erasures.get(request_id)
             if found is not None:

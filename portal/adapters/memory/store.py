@@ -145,6 +145,10 @@ class InMemoryStore:
                       if place.scope == scope and data.memories
                       and (hidden_from is None or data.controls.get(hidden_from) != "blocked"))
 
+    def scopes_of(self, owner_id: str) -> builtins.list[str]:
+        return sorted({place.scope for place, data in list(self._places.items())
+                       if place.owner_id == owner_id and any(data.counts().to_json().values())})
+
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         found = [place for place, data in list(self._places.items())
                  if place.scope == scope and memory_id in data.memories]

@@ -89,6 +89,13 @@ class Accounts:
         with reading(self.bind) as conn:
             return [_user(r) for r in conn.execute(statement).mappings()]
 
+    def of_owner(self, owner_id: str, tenant_ids: list[str] | None = None) -> list[User]:
+        statement = select(users).where(users.c.owner_id == owner_id).order_by(users.c.email)  # ix_users_owner_id
+        if tenant_ids is not None:
+            statement = statement.where(users.c.tenant_id.in_(tenant_ids))
+        with reading(self.bind) as conn:
+            return [_user(r) for r in conn.execute(statement).mappings()]
+
     def authenticate(self, email: str, password: str) -> User | None:
         """The account for these credentials, or None; the same work is done for unknown e-mails."""
         with reading(self.bind) as conn:

@@ -121,7 +121,7 @@ class ErasureRequests:
         with reading(self.bind) as conn:
             return [_request(r) for r in conn.execute(statement).mappings()]
 
-    def complete(self, request_id: str, actor_id: str, counts: dict[str, int]) -> None:
+    def complete(self, request_id: str, actor_id: str | None, counts: dict[str, int]) -> None:
         with writing(self.bind) as conn:
             conn.execute(update(erasure_requests).where(erasure_requests.c.id == request_id).values(
                 state="completed", completed_at=utc_now(), completed_by=actor_id, counts=json.dumps(counts),

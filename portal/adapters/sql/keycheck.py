@@ -57,7 +57,9 @@ def check_keys(engine: Engine, cipher: KeyedCipher | None) -> bool:
         with engine.connect() as conn:
             kept = {row.id: row.token for row in conn.execute(select(encryption_check.c.id, encryption_check.c.token))}
     except OperationalError as exc:
-        log.warning("keys.not_checked error=%s", type(exc.orig).__name__)
+        # INFO, not a warning: the store checks again before its first transaction, and whatever
+        # then cannot reach the database says so itself (a request, or a command's one line).
+        log.info("keys.not_checked error=%s", type(exc.orig).__name__)
         return False
     if CONVERTING_ID in kept:
         raise KeysMismatch(CLEAR)

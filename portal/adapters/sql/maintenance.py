@@ -17,12 +17,14 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.statements import could_be_id
 from portal.adapters.sql.tables import (
+    OWNER_TABLES,
     app_controls,
     app_uses,
     consolidation_jobs,
     conversation_uses,
     idempotency_receipts,
     memories,
+    memory_places,
     memory_revisions,
 )
 from portal.domain.types import Place
@@ -109,6 +111,16 @@ class StoreMaintenance:
                                                  C.state == "blocked"))
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
+
+    def scopes_of(self, owner_id: str) -> builtins.list[str]:
+        if not could_be_id(owner_id):
+            return []
+        found: set[str] = set()
+        with self.engine.connect() as conn:  # one statement a table, each by the owner-led key
+            for table in OWNER_TABLES:
+                if table is not memory_places:  # recall's token of a place: nothing about the person
+                    found.update(conn.execute(select(table.c.scope).where(table.c.owner_id == owner_id).distinct()).scalars())
+        return sorted(found)
 
     def memory_place(self, scope: str, memory_id: str) -> Place | None:
         if not could_be_id(scope) or not could_be_id(memory_id):

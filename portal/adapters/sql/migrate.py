@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy.engine import Engine
 
 from portal.adapters.sql.engine import checkpoint
@@ -52,3 +53,12 @@ def current_revision(engine: Engine) -> str | None:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def known_revision(revision: str) -> bool:
+    """Whether `revision` is one of this code's migrations (a database migrated by a newer release
+    is at one it does not know)."""
+    try:
+        return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
