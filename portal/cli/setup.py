@@ -232,12 +232,13 @@ def account_by_email(runtime: Runtime, email: str, as_json: bool) -> User:
 @click.option("--tenant", "tenant_ref", required=True, help="Tenant name or id.")
 @click.option("--role", type=click.Choice(["member", "staff", "admin"]), default="member", show_default=True)
 @click.option("--owner-id", default=None, help="The id the assistant backend keeps this person's memories under.")
-@click.option("--language", type=click.Choice(["en", "fr"]), default="en", show_default=True)
+@click.option("--language", type=click.Choice(["en", "fr"]), default=None,
+              help="The portal's language for this person; without it, none is chosen: their browser's, until they pick one.")
 @click.option("--password-stdin", is_flag=True,
               help="Read the password from standard input (for scripts; on a terminal it is asked for, twice).")
 @JSON
 def user_create(
-    email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str, password_stdin: bool,
+    email: str, name: str, tenant_ref: str, role: str, owner_id: str | None, language: str | None, password_stdin: bool,
     as_json: bool,
 ) -> None:
     """Make an account; prints its owner id (the account's own id unless --owner-id is given). The

@@ -26,9 +26,9 @@ consolidations), `decisions` (expiry, "don't use this", conversations' uses) and
 mixin; `StoreContract` composes them. The mixins' names do not start with
 `Test`, so pytest collects their tests only through a `Test*` subclass of `StoreContract`.
 
-`RecordsContract` (`records`) is the same for the records around the memories (accounts,
-tenants, API keys, the audit log, erasure requests) and their unit of work: subclass it with a
-`store` fixture and a `records` fixture over that store.
+`RecordsContract` (`records`, with the audit log's part in `audit`) is the same for the records
+around the memories (accounts, tenants, API keys, the audit log, erasure requests) and their unit
+of work: subclass it with a `store` fixture and a `records` fixture over that store.
 
 Only tests import this package; pytest is a test dependency, not a runtime one.
 """

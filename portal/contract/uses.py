@@ -8,7 +8,7 @@ the batch waited leaves no use behind; other places untouched.
 from __future__ import annotations
 
 from portal.contract.base import ContractBase
-from portal.domain.apps import READ, RECALLED
+from portal.domain.apps import READ, RECALLED, REMEMBERED
 from portal.domain.uses import UseBatch
 from portal.ports import Store
 
@@ -71,3 +71,22 @@ class UsesContract(ContractBase):
             assert (tx.app_uses(), tx.conversations(), tx.count()) == ([], [], 0)
         assert here not in set(store.places())
         assert store.record_batch(here, UseBatch()) == 0
+
+    def test_writers_name_the_app_that_first_remembered_each_memory(self, store: Store) -> None:
+        """Issue 38, item 5: which app wrote a memory (its row names it), from the apps' uses: the
+        earliest `remembered` use of each memory asked for, here only; reads are no writing."""
+        here, other_owner, _ = self.places3(store)
+        first, second, read, mine = self.add(store, here, "first", "second", "read only", "mine")
+        (elsewhere,) = self.add(store, other_owner, "someone else's")
+        with store.write(here) as tx:
+            tx.record_use("app-2", REMEMBERED, [first.id], self.at(20))  # a later telling by another app
+            tx.record_use("app-1", REMEMBERED, [first.id, second.id], self.at(10))
+            tx.record_use("app-3", READ, [read.id], self.at(5))
+            tx.commit()
+        with store.write(other_owner) as tx:
+            tx.record_use("app-9", REMEMBERED, [elsewhere.id], self.at(1))
+            tx.commit()
+        with store.read(here) as tx:
+            assert tx.writers([first.id, second.id, read.id, mine.id, elsewhere.id, "not an id"]) == {
+                first.id: "app-1", second.id: "app-1"}
+            assert tx.writers([]) == {}

@@ -8,6 +8,7 @@ together or not at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,6 +38,15 @@ FAMILY_ALSO: dict[str, tuple[str, ...]] = {"erasure": ("person.erased_all", "per
 def family_also(wanted: str) -> tuple[str, ...]:
     """The actions `wanted`, a family, holds besides those whose name starts with it."""
     return FAMILY_ALSO.get(wanted, ()) if "." not in wanted else ()
+
+
+def any_of(wanted: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """An audit filter as the values it accepts: None (or "") filters nothing; one value or a
+    sequence of them (the people an e-mail or a name finds, the actions a label names) accepts any
+    of them, and an empty sequence accepts none."""
+    if wanted is None or wanted == "":
+        return None
+    return (wanted,) if isinstance(wanted, str) else tuple(wanted)
 
 
 def action_matches(action: str, wanted: str) -> bool:

@@ -28,7 +28,8 @@ class User:
     role: str
     tenant_id: str
     owner_id: str
-    language: str
+    # The portal's language the person chose (LANGUAGES), or None: none chosen, their browser's.
+    language: str | None
     created_at: datetime
     last_visit_at: datetime | None
     session_epoch: int = 0
@@ -58,7 +59,8 @@ class AccountError(ValueError):
         self.code = code
 
 
-def check_new_account(email: str, name: str, role: str, password: str, owner_id: str | None, language: str) -> str:
+def check_new_account(email: str, name: str, role: str, password: str, owner_id: str | None,
+                      language: str | None) -> str:
     """The account's e-mail as it is kept (trimmed, lower case), or AccountError with the rule broken."""
     email = email.strip().lower()
     if not EMAIL.match(email):
@@ -67,7 +69,7 @@ def check_new_account(email: str, name: str, role: str, password: str, owner_id:
         raise AccountError("invalid_name")
     if role not in ROLES:
         raise AccountError("invalid_role")
-    if language not in LANGUAGES:
+    if language is not None and language not in LANGUAGES:  # None: no language chosen yet
         raise AccountError("invalid_language")
     check_password(password)
     if owner_id is not None and not is_valid_id(owner_id):

@@ -32,7 +32,9 @@ class Accounts(Protocol):
     `unknown_tenant`, `email_taken`)."""
 
     def create(self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
-               language: str = "en") -> User: ...
+               language: str | None = None) -> User:
+        """A new account; `language` None: none chosen (the portal speaks the browser's)."""
+        ...
     def get(self, user_id: str) -> User | None: ...
     def find(self, query: str, tenant_ids: list[str] | None = None) -> list[User]:
         """Accounts whose e-mail or name contains `query` (in any case; a store may fold ASCII
@@ -64,10 +66,12 @@ class AuditLog(Protocol):
                scope: str | None = None, counts: dict[str, int] | None = None, ticket: str | None = None,
                reason_code: str | None = None) -> AuditEntry: ...
     def write(self, entry: AuditEntry) -> None: ...
-    def query(self, scopes: list[str] | None, actor_id: str | None = None, subject: str | None = None,
-              action: str | None = None, since: datetime | None = None, until: datetime | None = None,
-              limit: int = 500) -> list[AuditEntry]:
-        """Newest first (ties by id, descending); `scopes=None` means every scope; `until` excluded."""
+    def query(self, scopes: list[str] | None, actor_id: str | Sequence[str] | None = None,
+              subject: str | Sequence[str] | None = None, action: str | Sequence[str] | None = None,
+              since: datetime | None = None, until: datetime | None = None, limit: int = 500) -> list[AuditEntry]:
+        """Newest first (ties by id, descending); `scopes=None` means every scope; `until` excluded.
+        An action is the action itself or its family; several actors, subjects or actions (a
+        sequence) mean any of them, and an empty sequence none (`portal.domain.audit.any_of`)."""
         ...
 
 

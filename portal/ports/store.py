@@ -149,6 +149,10 @@ class StoreTx(Protocol):
     def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
         """The place's uses (of one memory when given), most recent first."""
         ...
+    def writers(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """Which app wrote each of these memories of the place: the app of its earliest `remembered`
+        use (ties: the smaller app id), for those an app remembered and whose use is still kept."""
+        ...
     def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
         """These memories were handed to this conversation (a digest, `decisions.conversation_key`)
         of the app at `at`: its first time kept, its last one moved."""

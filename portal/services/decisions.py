@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -108,6 +109,12 @@ class Decisions:
             if tx.get(memory_id) is None:
                 raise NotFound()
             return tx.conversation_counts(memory_id)
+
+    def writers(self, place: Place, memory_ids: Sequence[str]) -> dict[str, str]:
+        """Which app wrote each of these memories (the app whose `remembered` use came first), for
+        the rows that name it: by id, for those an app wrote through its key."""
+        with self.ctx.store.read(as_place(place)) as tx:
+            return tx.writers(memory_ids)
 
     def expire(self, now: datetime | None = None) -> tuple[int, int]:
         """Erase, in every place, the memories whose expiry has come, as forget erases (every

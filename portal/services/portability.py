@@ -7,10 +7,11 @@ names, the importance clamp), so no Undo can later make current what no write wo
 memory whose current wording is refused is counted by its code, never half kept. An earlier
 wording that is refused, or whose revision number is missing, repeated or not below the memory's
 (`invalid_revision`), is left out and counted by its code (`earlier_refused`); the memory itself is
-kept. An import is idempotent: a memory whose words the place already holds, in any state, or that
-the same file repeats, is counted as a duplicate and not added again, so the same file twice adds
-nothing; so is one that means what an active memory says (its vector at least `duplicate_threshold`
-close, same model and size: the test `remember` makes).
+kept. An import is idempotent: a memory whose words the place already holds, in any state, is
+counted as a duplicate and not added again, so the same file twice adds nothing; so is one that
+means what an active memory says (its vector at least `duplicate_threshold` close, same model and
+size: the test `remember` makes). A line the file repeats (the same words as a line above it) is a
+duplicate within the file, counted apart (`repeated`): the file's first telling is the one judged.
 
 A memory the file gives no kind (a line, mem0's JSON) gets the kind its first cue word names
 (`portal.domain.kind_cues`), else `fact`. The person's `Choices` in the preview (a kind for a
@@ -38,6 +39,7 @@ from portal.domain.audit import AuditNote
 from portal.domain.errors import Refused
 from portal.domain.imports import Choices, EarlierWording, Item, Parsed
 from portal.domain.kind_cues import guess_kind
+from portal.domain.provenance import OPERATOR_BATCH
 from portal.domain.types import Embedding, Memory, Place, Revision, Source, as_place
 from portal.inputs import is_valid_text
 from portal.ports import Filters, StoreTx
@@ -65,9 +67,10 @@ class Line:
 
 @dataclass(frozen=True)
 class Imported:
-    """What an import did: the ids added, how many were already there, and the refusals by code;
-    `new` is how many were (or, in a dry run, would be) added; `earlier_refused` counts by code the
-    earlier wordings of those memories that were (or would be) left out."""
+    """What an import did: the ids added, how many were duplicates (kept already, or repeated by
+    the file: `repeated` of them), and the refusals by code; `new` is how many were (or, in a dry
+    run, would be) added; `earlier_refused` counts by code the earlier wordings of those memories
+    that were (or would be) left out."""
 
     format: str
     added: list[str]
@@ -79,6 +82,8 @@ class Imported:
     lines_new: list[Line] = field(default_factory=list)  # a dry run's preview, for the person's own eyes
     lines_held: list[Line] = field(default_factory=list)
     skipped: int = 0  # left out by the person's choice
+    repeated: int = 0  # of the duplicates, the lines that repeat a line above them in the file
+    lines_repeated: list[Line] = field(default_factory=list)
 
     @property
     def texts_new(self) -> list[str]:
@@ -142,18 +147,20 @@ class Portability:
         with ctx.store.write(place) as tx:
             if tx.settings().paused:
                 raise Refused("paused")
-            fresh, vectors, held = self.not_kept(tx, checked, vectors)
+            fresh, vectors, held, repeated = self.not_kept(tx, checked, vectors)
             left_out = sum((one.left_out for one in fresh), Counter[str]())
             if dry_run:
-                return Imported(parsed.format, [], len(held), dict(refused), new=len(fresh),
+                return Imported(parsed.format, [], len(held) + len(repeated), dict(refused), new=len(fresh),
                                 earlier_refused=dict(left_out), lines_new=[_line(one) for one in fresh], lines_held=held,
-                                skipped=skipped)
+                                skipped=skipped, repeated=len(repeated), lines_repeated=repeated)
             now = ctx.clock()
-            batch = ctx.id_factory()
+            # The operator's import (its audit note says who acts) names its batch so: the person's
+            # list then says who brought these memories in (portal.domain.provenance).
+            batch = (OPERATOR_BATCH if audit is not None and audit.actor_role == "operator" else "") + ctx.id_factory()
             own = Source("import", batch)
             added = [self.insert(tx, place, one, vector, now, own) for one, vector in zip(fresh, vectors, strict=True)]
-            result = Imported(parsed.format, added, len(held), dict(refused), new=len(added), batch=batch,
-                              earlier_refused=dict(left_out), skipped=skipped)
+            result = Imported(parsed.format, added, len(held) + len(repeated), dict(refused), new=len(added),
+                              batch=batch, earlier_refused=dict(left_out), skipped=skipped, repeated=len(repeated))
             if audit is not None:
                 tx.record(audit.entry(place.owner_id, place.scope, result.counts(), at=now))
             tx.commit()
@@ -165,17 +172,23 @@ class Portability:
             return choices.kinds[index]
         return item.kind or guess_kind(item.text, self.ctx.options.kinds.kinds) or "fact"
 
-    def not_kept(self, tx: StoreTx, checked: list[Checked],
-                 vectors: list[Embedding | None]) -> tuple[list[Checked], list[Embedding | None], list[Line]]:
-        """The memories the place does not hold yet, with their vectors, and the lines it holds: the
-        same folded words (in any state, or repeated by the file), or the same meaning as an active
-        memory (as `remember` finds a duplicate: at least `duplicate_threshold` close, same model
-        and size)."""
+    def not_kept(self, tx: StoreTx, checked: list[Checked], vectors: list[Embedding | None]
+                 ) -> tuple[list[Checked], list[Embedding | None], list[Line], list[Line]]:
+        """The memories the place does not hold yet, with their vectors; the lines it holds: the
+        same folded words (in any state), or the same meaning as an active memory (as `remember`
+        finds a duplicate: at least `duplicate_threshold` close, same model and size); and the
+        lines that repeat the folded words of a line above them in the file."""
         by_words = {m.words_key: m.text for m in tx.list(Filters(state=None))}
+        in_file: set[str] = set()
         held: list[Line] = []
+        repeated: list[Line] = []
         fresh: list[Checked] = []
         kept_vectors: list[Embedding | None] = []
         for one, vector in zip(checked, vectors, strict=True):
+            if one.draft.words_key in in_file:
+                repeated.append(_line(one))
+                continue
+            in_file.add(one.draft.words_key)
             if one.draft.words_key in by_words:
                 held.append(_line(one, by_words[one.draft.words_key]))
                 continue
@@ -184,10 +197,9 @@ class Portability:
             if match is not None:
                 held.append(_line(one, match.text))
                 continue
-            by_words[one.draft.words_key] = one.draft.text
             fresh.append(one)
             kept_vectors.append(vector)
-        return fresh, kept_vectors, held
+        return fresh, kept_vectors, held, repeated
 
     def insert(self, tx: StoreTx, place: Place, one: Checked, vector: Embedding | None, now: datetime,
                own: Source) -> str:

@@ -15,12 +15,13 @@ from typing import Any
 
 from portal.domain import export
 from portal.domain.apps import AppSummary, apps_of
-from portal.domain.audit import AuditEntry, AuditNote
+from portal.domain.audit import AuditNote
 from portal.domain.errors import NotFound, Refused
 from portal.domain.options import utc_now
 from portal.domain.people import ErasureRequest, Tenant, User
 from portal.domain.types import Memory, Place
 from portal.ports import Records, UnitOfWork
+from portal.services.audit_reading import AuditReading
 from portal.services.memory_service import MemoryService
 
 DEADLINE = timedelta(days=30)  # GDPR: one month to answer a request
@@ -51,7 +52,7 @@ class RequestView:
     name: str | None = None
 
 
-class Support:
+class Support(AuditReading):
     def __init__(self, service: MemoryService, records: Records, erasure_scope: str = "tenant") -> None:
         self.service = service
         self.records = records
@@ -61,15 +62,6 @@ class Support:
         self.erasure_scope = erasure_scope
 
     # ------------------------------------------------------------------ who sees what
-
-    @staticmethod
-    def scopes(actor: User) -> list[str] | None:
-        """The tenants an actor may see: all for admins (None), their own for staff."""
-        if actor.role == "admin":
-            return None
-        if actor.role == "staff":
-            return [actor.tenant_id]
-        raise NotFound()
 
     def _person(self, actor: User, user_id: str) -> User:
         """The person `actor` may act for. Staff act for the people (members) of their own tenant
@@ -265,21 +257,6 @@ class Support:
             uow.audit.record(None, "operator", "person.purged", owner_id, scope, counts=counts)
             uow.commit()
         return counts
-
-    # ------------------------------------------------------------------ audit
-
-    def audit_entries(self, actor: User, **filters: Any) -> list[AuditEntry]:
-        return self.records.audit.query(self.scopes(actor), **filters)
-
-    def actor_names(self, entries: list[AuditEntry]) -> dict[str, str]:
-        """The names of the staff and admins who acted in these entries (a person acting on their
-        own memories stays an id: the log names no one it is about)."""
-        names: dict[str, str] = {}
-        for actor_id in {e.actor_id for e in entries if e.actor_id and e.actor_role in ("staff", "admin")}:
-            account = self.accounts.get(actor_id)
-            if account is not None:
-                names[actor_id] = account.name
-        return names
 
 
 def _erase(uow: UnitOfWork, owner_id: str, scopes: list[str] | None, accounts: list[User],

@@ -73,7 +73,8 @@ def erase() -> ResponseReturnValue:
         if typed == current_user.email.lower():
             counts = service().forget_all(current_user.place, audit=audit("person.erased_all"))
             flash(ngettext("Everything was erased: %(num)d memory, with every earlier version.",
-                           "Everything was erased: %(num)d memories, with every earlier version.", counts["memories"]))
+                           "Everything was erased: %(num)d memories, with every earlier version.", counts["memories"])
+                  if counts["memories"] else _("Everything was erased: there was no memory to erase."))
             return redirect(url_for("memories.index"), 303)
         error = _("Type your e-mail address exactly to confirm.")
     count = service().count(current_user.place)
@@ -153,6 +154,9 @@ def import_memories() -> ResponseReturnValue:
         refused = {refusal_text(code): n for code, n in sorted(done.refused.items())}
         return render_template("account/import.html", preview=done, refused=refused, error=None,
                                content=base64.b64encode(raw).decode(), **context())
+    if not done.new:  # nothing to take back: no Undo
+        flash(_("No memory imported: the file holds nothing new."))
+        return redirect(url_for("memories.index"), 303)
     flash(ngettext("%(num)d memory imported.", "%(num)d memories imported.", done.new), f"import:{done.batch}")
     return redirect(url_for("memories.index"), 303)
 

@@ -19,6 +19,7 @@ from flask_login import current_user, login_required
 from portal.domain.apps import App
 from portal.domain.decisions import AFTER, after
 from portal.domain.errors import InvalidArgument
+from portal.domain.provenance import APP, ASSISTANT, OPERATOR_IMPORT, OWN_IMPORT, PORTAL, SAID, needs_writer, written_by
 from portal.domain.types import Memory
 from portal.web.account import audit, tenant_apps
 from portal.web.errors import refusal_text
@@ -46,6 +47,20 @@ def app_name(app_id: str) -> str:
 
 
 @bp.app_template_global()
+def written_by_words(memory: Memory, writers: dict[str, str] | None = None) -> str:
+    """Who wrote a memory, in words (portal.domain.provenance): an app by its name, from its
+    recorded use (`writers`, read once for a whole list; else read for this row alone)."""
+    if not isinstance(writers, dict):  # None, or no `writers` in the template's context
+        writers = service().decisions.writers(current_user.place, [memory.id]) if needs_writer(memory) else {}
+    who = written_by(memory, app_wrote=memory.id in writers)
+    if who != APP:
+        return {PORTAL: _("You wrote it"), SAID: _("You said it"), OWN_IMPORT: _("You imported it"),
+                OPERATOR_IMPORT: _("Imported by your organisation"), ASSISTANT: _("The assistant learnt it")}[who]
+    known = apps_by_id().get(writers.get(memory.id, ""))
+    return _("Saved by %(app)s", app=known.name) if known is not None and known.name else _("Saved by an app")
+
+
+@bp.app_template_global()
 def named_apps(app_ids: tuple[str, ...]) -> str:
     """Apps' names in one phrase ("Support bot, Claude Desktop")."""
     return ", ".join(app_name(a) for a in app_ids)
@@ -66,14 +81,14 @@ def conversations() -> ResponseReturnValue:
     return render_template("memories/conversations.html", conversations=found, **context())
 
 
-def back_to(memory_id: str) -> str:
-    """Where the form sends the person back to (its `back`): the conversations, the memory's page,
-    or the list at the memory's row; never an address the form names."""
+def back_to(memory_id: str, section: str = "decisions") -> str:
+    """Where the form sends the person back to (its `back`): the conversations, the memory's page
+    at the form's `section`, or the list at the memory's row; never an address the form names."""
     where = request.form.get("back")
     if where == "conversations":
         return url_for("decisions.conversations")
     if where == "memory":
-        return url_for("memories.history", memory_id=memory_id) + "#decisions"
+        return url_for("memories.history", memory_id=memory_id) + f"#{section}"
     return url_for("memories.index") + f"#m-{memory_id}"
 
 
@@ -93,12 +108,7 @@ def use(memory_id: str) -> ResponseReturnValue:
     except InvalidArgument as exc:  # "allow every app first"
         flash(refusal_text(exc.code), "error")
         return redirect(back_to(memory_id), 303)
-    text = use_said(memory, wanted == "1", app_id)
-    if is_htmx() and request.form.get("back", "list") == "list":
-        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus="use",
-                               notice=notice(text)) + toast(text, in_row=True)
-    flash(text)
-    return redirect(back_to(memory_id), 303)
+    return row_or_back(memory, use_said(memory, wanted == "1", app_id), "use")
 
 
 def use_said(memory: Memory, use: bool, app_id: str | None) -> str:
@@ -114,7 +124,8 @@ def use_said(memory: Memory, use: bool, app_id: str | None) -> str:
 @bp.post("/memories/<memory_id>/expiry")
 @login_required
 def expiry(memory_id: str) -> ResponseReturnValue:
-    """"Forget after": a day, a week, a month, a year, a date (forgotten at its start, UTC), or never."""
+    """"Forget after": a day, a week, a month, a year, a date (forgotten at its start, UTC), or never.
+    From the list's row (its ⋯ menu) with htmx, the row answers in place with the toast."""
     choice = request.form.get("after", "")
     now = service().clock()
     try:
@@ -128,17 +139,34 @@ def expiry(memory_id: str) -> ResponseReturnValue:
             raise InvalidArgument("invalid_expiry")
         memory = service().update(current_user.place, memory_id, expires_at=moment).memory
     except ValueError:  # no date, or not one
-        flash(refusal_text("invalid_expiry"), "error")
-        return redirect(url_for("memories.history", memory_id=memory_id) + "#decisions", 303)
+        return expiry_refused(memory_id, refusal_text("invalid_expiry"))
     except InvalidArgument as exc:
-        flash(refusal_text(exc.code), "error")
-        return redirect(url_for("memories.history", memory_id=memory_id) + "#decisions", 303)
+        return expiry_refused(memory_id, refusal_text(exc.code))
     if memory.expires_at is None:
-        flash(_("Kept until you forget it."))
+        said = _("Kept until you forget it.")
     else:
-        flash(_("It will be forgotten on %(day)s, with every earlier version.",
-                day=day(memory.expires_at, "long")))
-    return redirect(back_to(memory_id), 303)
+        said = _("It will be forgotten on %(day)s, with every earlier version.", day=day(memory.expires_at, "long"))
+    return row_or_back(memory, said, "after", "expiry")
+
+
+def expiry_refused(memory_id: str, text: str) -> ResponseReturnValue:
+    """A date refused: the row again with the reason (htmx, from the list), else the memory's page."""
+    if is_htmx() and request.form.get("back", "list") == "list":
+        memory = service().get(current_user.place, memory_id)
+        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus="after",
+                               notice=(text, "error")) + toast(text, in_row=True)
+    flash(text, "error")
+    return redirect(url_for("memories.history", memory_id=memory_id) + "#expiry", 303)
+
+
+def row_or_back(memory: Memory, text: str, focus: str, section: str = "decisions") -> ResponseReturnValue:
+    """The list's row with the toast in it (htmx, from the list), else a 303 back where the form
+    came from with the toast."""
+    if is_htmx() and request.form.get("back", "list") == "list":
+        return render_template("memories/_row.html", memory=memory, new_ids=set(), focus=focus,
+                               notice=notice(text)) + toast(text, in_row=True)
+    flash(text)
+    return redirect(back_to(memory.id, section), 303)
 
 
 @bp.post("/account/learnt-days")

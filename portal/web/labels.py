@@ -15,8 +15,10 @@ from collections.abc import Callable
 from datetime import date, datetime
 
 from flask import Flask
-from flask_babel import format_date, format_datetime, format_time, get_locale
+from flask_babel import force_locale, format_date, format_datetime, format_time, get_locale
 from flask_babel import gettext as _
+
+from portal.domain.text import fold
 
 
 def day(value: date | datetime, length: str = "medium") -> str:
@@ -84,29 +86,48 @@ permission_label = _labelled(lambda: {
     "erasure": _("Erase a person"),
 })
 
-audit_action_label = _labelled(lambda: {
-    "memories.viewed": _("Opened the memories"), "access.exported": _("Exported for an access request"),
-    "erasure.logged": _("Logged an erasure request"), "erasure.requested": _("Asked to delete their account"),
-    "erasure.completed": _("Carried out an erasure"),
-    "tenant.created": _("Created a tenant"), "tenant.ai_on": _("Switched the AI on"),
-    "tenant.ai_off": _("Switched the AI off"),
-    "tenant.learnt_days_set": _("Set how long what the assistant learns is kept"),
-    "memory.use_changed": _("Changed which apps may use a memory"),
-    "person.learnt_days_set": _("Chose how long what the assistant learns is kept"),
-    "member.created": _("Created a person's account"), "staff.created": _("Created a staff account"),
-    "admin.created": _("Created an administrator's account"),
-    "api_key.created": _("Created an API key"), "api_key.revoked": _("Revoked an API key"),
-    "sessions.ended": _("Signed an account out everywhere"),
-    "staff.disabled": _("Disabled a staff account"), "staff.password_set": _("Set a staff account's password"),
-    "account.password_set": _("Set an account's password"), "staff.removed": _("Removed a staff account"),
-    "person.paused": _("Paused memory"), "person.resumed": _("Resumed memory"),
-    "person.erased_all": _("Erased everything"), "person.exported": _("Downloaded their data"),
-    "person.imported": _("Imported memories"), "person.import_undone": _("Took an import back"),
-    "person.forgot_matching": _("Forgot everything about a subject"),
-    "person.app_paused": _("Paused an app"), "person.app_blocked": _("Blocked an app"),
-    "person.app_resumed": _("Let an app use their memory again"),
-    "person.erased": _("Erased by an app"), "person.purged": _("Erased from the command line"),
-})
+
+def audit_actions() -> dict[str, str]:
+    """Every action the audit log keeps, by code, in the page's language."""
+    return {
+        "memories.viewed": _("Opened the memories"), "access.exported": _("Exported for an access request"),
+        "erasure.logged": _("Logged an erasure request"), "erasure.requested": _("Asked to delete their account"),
+        "erasure.completed": _("Carried out an erasure"),
+        "tenant.created": _("Created a tenant"), "tenant.ai_on": _("Switched the AI on"),
+        "tenant.ai_off": _("Switched the AI off"),
+        "tenant.learnt_days_set": _("Set how long what the assistant learns is kept"),
+        "memory.use_changed": _("Changed which apps may use a memory"),
+        "person.learnt_days_set": _("Chose how long what the assistant learns is kept"),
+        "member.created": _("Created a person's account"), "staff.created": _("Created a staff account"),
+        "admin.created": _("Created an administrator's account"),
+        "api_key.created": _("Created an API key"), "api_key.revoked": _("Revoked an API key"),
+        "sessions.ended": _("Signed an account out everywhere"),
+        "staff.disabled": _("Disabled a staff account"), "staff.password_set": _("Set a staff account's password"),
+        "account.password_set": _("Set an account's password"), "staff.removed": _("Removed a staff account"),
+        "person.paused": _("Paused memory"), "person.resumed": _("Resumed memory"),
+        "person.erased_all": _("Erased everything"), "person.exported": _("Downloaded their data"),
+        "person.imported": _("Imported memories"), "person.import_undone": _("Took an import back"),
+        "person.forgot_matching": _("Forgot everything about a subject"),
+        "person.app_paused": _("Paused an app"), "person.app_blocked": _("Blocked an app"),
+        "person.app_resumed": _("Let an app use their memory again"),
+        "person.erased": _("Erased by an app"), "person.purged": _("Erased from the command line"),
+    }
+
+
+audit_action_label = _labelled(audit_actions)
+
+
+def audit_actions_named(words: str) -> list[str]:
+    """The actions whose words, as the log shows them in the page's language or in English, hold
+    `words` (case, accents and runs of spaces aside): staff filter the log by what they read."""
+    wanted = fold(" ".join(words.split()))
+    if not wanted:
+        return []
+    with force_locale("en"):
+        english = audit_actions()
+    shown = audit_actions()
+    return [code for code, label in shown.items() if wanted in fold(label) or wanted in fold(english[code])]
+
 
 LABELS: dict[str, Callable[..., str]] = {
     "day": day, "moment": moment, "clock": clock,

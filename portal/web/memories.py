@@ -18,6 +18,7 @@ from flask_login import current_user, login_required
 
 from portal.domain.apps import apps_of
 from portal.domain.errors import InvalidArgument
+from portal.domain.provenance import needs_writer
 from portal.domain.types import Memory, Source
 from portal.services.memory_service import MemoryService
 from portal.web.confirm import Ask, asks_first
@@ -90,7 +91,7 @@ def index() -> ResponseReturnValue:
     new_ids = {m.id for m in items if m.channel == "background" and not m.seen}
     return page_or_fragment(
         "memories/index.html", "memories/_list.html", items=items, new_ids=new_ids, next_cursor=next_cursor,
-        kind=kind, query=query, **context(),
+        kind=kind, query=query, writers=svc.decisions.writers(place, [m.id for m in items if needs_writer(m)]), **context(),
     )
 
 

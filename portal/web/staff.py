@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -16,6 +17,7 @@ from flask_login import current_user
 
 from portal.services.support import BREAK_GLASS_REASONS, Support
 from portal.web.errors import refusals
+from portal.web.labels import audit_actions, audit_actions_named
 from portal.web.render import runtime
 from portal.web.security import roles_required
 from portal.web.spreadsheet import csv_download
@@ -114,11 +116,16 @@ def everywhere() -> bool:
 @bp.get("/audit")
 @staff_only
 def audit() -> ResponseReturnValue:
-    entries = support().audit_entries(current_user, **_audit_filters())
+    filters = _audit_filters()
+    # A From after the To matches nothing: said so, not answered by an empty log.
+    backwards = bool(filters["since"] and filters["until"] and filters["since"] >= filters["until"])
+    entries = [] if backwards else support().audit_entries(current_user, **filters)
     # Only the filter fields go back into the page and the CSV link: url_for reads `_external`,
     # `_anchor` and the like as instructions, so raw query arguments must not reach it.
     shown = {k: request.args[k] for k in AUDIT_FILTERS if request.args.get(k)}
-    return render_template("staff/audit.html", entries=entries, f=shown, names=support().actor_names(entries))
+    return render_template("staff/audit.html", entries=entries, f=shown, names=support().actor_names(entries),
+                           backwards=backwards, actions=sorted(set(audit_actions().values()), key=str.casefold),
+                           app_names=support().app_names(current_user))
 
 
 @bp.get("/audit.csv")
@@ -131,12 +138,15 @@ def audit_csv() -> ResponseReturnValue:
     return csv_download(header, rows, "audit.csv")
 
 
-def _audit_filters() -> dict[str, object]:
+def _audit_filters() -> dict[str, Any]:
+    """The log's filters as the service takes them: people as typed (an id, an e-mail, a name); an
+    action as typed (a code, a family) and the actions whose words, as the page shows them, hold it."""
     args = request.args
     until = _date(args.get("to", ""))
+    action = " ".join(args.get("action", "").split())[:200]
     return {
-        "actor_id": args.get("actor") or None, "subject": args.get("subject") or None,
-        "action": args.get("action") or None, "since": _date(args.get("from", "")),
+        "actor_named": args.get("actor") or None, "subject_named": args.get("subject") or None,
+        "action": (action, *audit_actions_named(action)) if action else None, "since": _date(args.get("from", "")),
         "until": _day_after(until),  # "to" includes that whole day
     }
 

@@ -148,8 +148,8 @@ def test_the_export_carries_the_account_as_the_staff_export_does_and_is_audited(
     ada, admin = account(runtime, "ada@acme.example"), account(runtime, "root@acme.example")
     assert ada is not None and admin is not None
     staff = runtime.support.export(admin, ada.id, None)
-    assert doc["account"] == staff["account"] == {"email": "ada@acme.example", "name": "Ada Lovelace",
-                                                  "language": "en", "created_at": ada.created_at.isoformat()}
+    assert doc["account"] == staff["account"] == {  # made without --language: none chosen (issue 38, item 2)
+        "email": "ada@acme.example", "name": "Ada Lovelace", "language": None, "created_at": ada.created_at.isoformat()}
     assert {k: v for k, v in doc.items() if k != "exported_at"} == {k: v for k, v in staff.items() if k != "exported_at"}
     entries = runtime.audit.query(None, action="access.exported")
     assert [(e.actor_role, e.subject_owner_id, e.counts) for e in entries] == [

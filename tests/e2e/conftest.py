@@ -119,7 +119,7 @@ def no_server_errors(request: pytest.FixtureRequest) -> Iterator[None]:
 _numbers = itertools.count(1)
 
 
-def make_person(runtime: Runtime, ai_enabled: bool = True, language: str = "en") -> Person:
+def make_person(runtime: Runtime, ai_enabled: bool = True, language: str | None = "en") -> Person:
     n = next(_numbers)
     tenant = runtime.tenants.create(f"e2e-{n}", ai_enabled=ai_enabled)
     ada = runtime.accounts.create(f"ada{n}@e2e.example", "Ada", tenant.id, "member", PASSWORD, language=language)

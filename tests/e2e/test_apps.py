@@ -54,7 +54,7 @@ def test_the_person_sees_an_app_and_its_counts_blocks_it_and_the_api_refuses_it(
         assert client.post(f"{api}/recall", json={"query": "green tea"}).status_code == 200
 
     page.goto(f"{live_server.url}/memories")
-    row(page, TEA).get_by_role("link", name="History").click()
+    row(page, TEA).get_by_role("link", name="Details").click()
     expect(page.get_by_test_id("use").first).to_contain_text("Used by Claude Desktop on")
     expect(page.get_by_test_id("use").first).to_contain_text("recalled it (2 times)")
     page.goto(f"{live_server.url}/memories")

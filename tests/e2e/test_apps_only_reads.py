@@ -20,8 +20,8 @@ from .conftest import LiveServer, make_person, sign_in
 from .test_every_page import MEASURE
 
 PHONE = {"width": 375, "height": 812}
-SAID = {"en": ("Only reads your memories", "3 conversations kept temporary: nothing learnt"),
-        "fr": ("Ne fait que lire vos souvenirs", "3 conversations restées temporaires : rien n'en a été appris")}
+SAID = {"en": ("Has only read your memories so far", "3 conversations kept temporary: nothing learnt"),
+        "fr": ("N'a fait que lire vos souvenirs jusqu'ici", "3 conversations restées temporaires\u00a0: rien n'en a été appris")}
 
 
 @pytest.mark.parametrize(("language", "device"), [("en", "desktop"), ("en", "phone"), ("fr", "desktop"), ("fr", "phone")])

@@ -14,6 +14,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from portal.domain.apps import App, app_of
 
 from ..axe import violations
+from ..screenshots import screenshot
 from .conftest import CAT, TEA, LiveServer, Person, row, sign_in
 
 PHONE = {"width": 375, "height": 812}
@@ -62,7 +63,7 @@ def test_conversations_dont_use_this_one_app_and_forget_after_with_javascript(
     expect(tea.get_by_test_id("toast")).to_contain_text("Apps may use this memory again.")
     assert len(live_server.runtime.service.for_app(bot).recall(person.place, "green tea")) == 1
 
-    tea.get_by_role("link", name="History").click()
+    tea.get_by_role("link", name="Details").click()
     expect(page.get_by_test_id("conversation-count")).to_contain_text("Used in 1 conversation by Support bot, last on")
     page.get_by_label("One app only").select_option(label="Support bot")
     page.get_by_role("button", name="Don't let this app use it").click()
@@ -127,4 +128,57 @@ def test_in_french_on_a_phone(new_context: Callable[..., BrowserContext], live_s
     page.goto(f"{live_server.url}/memories")
     expect(row(page, TEA).get_by_test_id("expiry")).to_contain_text("Oublié le")
     found += violations(page, "la liste, sur un téléphone")
+    assert found == []
+
+
+# Every visible control of a row's open ⋯ menu, with its box.
+MENU_CONTROLS = """el => Array.from(el.querySelectorAll('details.more button, details.more a, details.more summary'))
+  .filter(c => c.getClientRects().length)
+  .map(c => { const r = c.getBoundingClientRect();
+              return [c.textContent.trim().replace(/\\s+/g, ' ').slice(0, 30), Math.round(r.width), Math.round(r.height)]; })"""
+
+
+def test_forget_after_from_the_rows_menu(new_context: Callable[..., BrowserContext], live_server: LiveServer,
+                                         person: Person) -> None:
+    """Issue 38, item 8: the row's ⋯ menu offers "Forget after…" beside "Don't use this", with
+    JavaScript (the row answers in place, focus stays in the menu) and without (a form), on a
+    desktop and on a phone (44 px targets, inside the screen), axe clean."""
+    found: list[str] = []
+    for device, options in (("desktop", {}), ("phone", {"viewport": PHONE})):
+        page = new_context(bypass_csp=True, **options).new_page()
+        sign_in(page, live_server.url, person)
+        tea = row(page, TEA)
+        tea.get_by_test_id("more").click()
+        tea.get_by_text("Forget after…").click()
+        found += violations(page, f"the row's menu, forget after open ({device})")
+        tea.scroll_into_view_if_needed()
+        screenshot(page, f"memories-forget-after-menu-{device}.png")
+        if device == "phone":
+            small = [c for c in tea.evaluate(MENU_CONTROLS) if c[1] < 44 or c[2] < 44]
+            assert small == [], small
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        tea.get_by_role("button", name="a week").click()  # htmx: the row answers in place
+        expect(tea.get_by_test_id("expiry")).to_contain_text("Forgotten on")
+        expect(tea.get_by_test_id("toast")).to_contain_text("It will be forgotten on")
+        expect(tea.get_by_test_id("forget-after")).to_be_focused()
+        tea.get_by_text("Forget after…").click()
+        tea.get_by_role("button", name="Keep it until I forget it").click()
+        expect(tea.get_by_test_id("expiry")).to_have_count(0)
+        expect(tea.get_by_test_id("toast")).to_contain_text("Kept until you forget it.")
+        assert live_server.runtime.service.get(person.place, person.memory_ids[TEA]).expires_at is None
+
+    plain = new_context(java_script_enabled=False).new_page()
+    sign_in(plain, live_server.url, person)
+    cat = row(plain, CAT)
+    cat.get_by_test_id("more").click()  # disclosures: no JavaScript needed
+    cat.get_by_text("Forget after…").click()
+    cat.get_by_role("button", name="a year").click()
+    expect(plain).to_have_url(f"{live_server.url}/memories#m-{person.memory_ids[CAT]}")
+    expect(row(plain, CAT).get_by_test_id("expiry")).to_contain_text("Forgotten on")
+    expect(plain.get_by_test_id("toast")).to_contain_text("It will be forgotten on")
+    row(plain, CAT).get_by_test_id("more").click()
+    row(plain, CAT).get_by_text("Forget after…").click()
+    row(plain, CAT).get_by_role("link", name="a date…").click()  # a date of one's own: the memory's page
+    expect(plain).to_have_url(f"{live_server.url}/memories/{person.memory_ids[CAT]}/history#expiry")
+    expect(plain.get_by_role("heading", level=1)).to_have_text("About this memory")
     assert found == []

@@ -162,7 +162,7 @@ def test_history_is_numbered_by_revision_and_says_what_is_missing(signed_in: Pag
     service.undo(person.place, memory_id)
     page = signed_in
     page.reload()
-    row(page, "Has a cat called Miso, a tabby").get_by_role("link", name="History").click()
+    row(page, "Has a cat called Miso, a tabby").get_by_role("link", name="Details").click()
     entries = page.get_by_test_id("revision")
     expect(entries).to_have_count(2)
     # The numbers the browser draws are the revisions the entries name.

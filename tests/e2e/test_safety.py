@@ -35,7 +35,7 @@ def test_markup_in_a_memory_is_shown_as_text_and_never_runs(
     expect(editing_row(page).get_by_label("Memory")).to_have_value(XSS_TEXT)
     editing_row(page).get_by_role("button", name="Save").click()
     expect(row(page, XSS_TEXT).get_by_text(XSS_TEXT, exact=True)).to_be_visible()
-    row(page, XSS_TEXT).get_by_role("link", name="History").click()
+    row(page, XSS_TEXT).get_by_role("link", name="Details").click()
     expect(page.get_by_test_id("revision").first.get_by_text(XSS_TEXT, exact=True)).to_be_visible()
     expect(page.get_by_role("img")).to_have_count(0)
     page.wait_for_timeout(200)  # an onerror handler would have fired by now

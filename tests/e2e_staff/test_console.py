@@ -67,7 +67,7 @@ def test_find_erase_and_audit(page: Page, live_server: LiveServer, desk: Desk) -
     page.get_by_role("link", name="Audit log").click()
     expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
     expect(page.get_by_test_id("audit-entry")).to_have_count(2)  # this tenant's entries only
-    page.get_by_label("Subject (owner id)").fill(desk.person.owner_id)
+    page.get_by_label("Subject (e-mail, name or owner id)").fill(desk.person.owner_id)
     page.get_by_role("button", name="Filter").click()
     expect(page).to_have_url(re.compile(f"subject={desk.person.owner_id}"))
     mine = page.get_by_test_id("audit-entry")
@@ -101,7 +101,7 @@ def test_export_data_downloads_everything_kept(page: Page, live_server: LiveServ
     expect(exported).to_have_count(1)
     expect(exported).to_contain_text("REQ-15")
     exported.get_by_role("link", name=desk.person.owner_id[:8]).click()  # a subject's id filters the log by it
-    expect(page.get_by_label("Subject (owner id)")).to_have_value(desk.person.owner_id)
+    expect(page.get_by_label("Subject (e-mail, name or owner id)")).to_have_value(desk.person.owner_id)
     expect(page.get_by_test_id("audit-entry")).to_have_count(1)
 
 

@@ -108,3 +108,18 @@ def test_a_file_that_cannot_be_imported_is_refused_with_a_code(raw: bytes, code:
     with pytest.raises(Refused) as refused:
         parse(raw)
     assert refused.value.code == code
+
+
+def test_a_line_the_file_repeats_is_a_repeat_within_the_file_not_kept_already(service: MemoryService) -> None:
+    """Issue 38, item 10: the preview tells a line the file repeats (a duplicate within the file)
+    from one the person keeps already, even when the repeated line is kept already too."""
+    place = Place("ada", "acme")
+    service.remember(place, "Plays the cello", kind="fact")
+    lines = "- Keeps bees\n- Plays the cello\n- keeps  BEES\n- Plays the cello\n- Works night shifts\n"
+    preview = service.import_parsed(place, parse(lines.encode()), dry_run=True)
+    assert preview.texts_new == ["Keeps bees", "Works night shifts"]
+    assert preview.texts_held == ["Plays the cello"]
+    assert [line.text for line in preview.lines_repeated] == ["keeps BEES", "Plays the cello"]
+    assert (preview.new, preview.duplicates, preview.repeated) == (2, 3, 2)
+    done = service.import_parsed(place, parse(lines.encode()))
+    assert (len(done.added), done.duplicates, done.repeated) == (2, 3, 2)

@@ -379,3 +379,39 @@ def test_sqlite_0012_leaves_no_copy_of_a_persons_words_for_a_later_erasure_to_mi
     assert words_in_files(database, ["zqpelican", "zqheron"], "after the erasure") == []
     # The scan can fail: the person kept is still there, words and earlier wordings.
     assert len(words_in_files(database, ["xvotter", "xvbadger"], "kept")) >= 2
+
+
+def check_0020_lets_an_account_hold_no_language(engine: Engine) -> None:
+    """0020: `users.language` may be NULL (none chosen: the browser's); an account kept before keeps
+    what it holds; going back gives an account with no choice the old default."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert, select
+
+    from portal.adapters.sql.tables import tenants, users
+
+    upgrade(engine, "0019")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    account = {"password_hash": "x", "role": "member", "tenant_id": "t1", "created_at": now}
+    with engine.begin() as conn:
+        conn.execute(insert(tenants).values(id="t1", name="Acme", ai_enabled=True, created_at=now))
+        conn.execute(insert(users).values(id="u1", email="ada@x.example", name="Ada", owner_id="u1", language="fr",
+                                          **account))
+    upgrade(engine)
+    with engine.begin() as conn:
+        conn.execute(insert(users).values(id="u2", email="bo@x.example", name="Bo", owner_id="u2", language=None,
+                                          **account))
+    with engine.connect() as conn:
+        assert dict(conn.execute(select(users.c.id, users.c.language)).all()) == {"u1": "fr", "u2": None}
+    downgrade(engine, "0019")
+    with engine.connect() as conn:
+        assert dict(conn.execute(select(users.c.id, users.c.language)).all()) == {"u1": "fr", "u2": "en"}
+
+
+def test_sqlite_0020_lets_an_account_hold_no_language(sqlite_blank_engine: Engine) -> None:
+    check_0020_lets_an_account_hold_no_language(sqlite_blank_engine)
+
+
+@pytest.mark.postgres
+def test_postgres_0020_lets_an_account_hold_no_language(pg_blank_engine: Engine) -> None:
+    check_0020_lets_an_account_hold_no_language(pg_blank_engine)

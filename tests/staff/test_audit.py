@@ -8,11 +8,14 @@ import csv
 import io
 import re
 from datetime import UTC, datetime, timedelta
+from html import unescape
 
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from portal.adapters.sql.tables import audit_log
+from portal.domain.apps import app_of
+from portal.domain.audit import AuditNote
 
 from .conftest import A1_WORDS, B1_TEXT, PASSWORD, Console, bare_cells, main_html, page_text, request_id_from
 
@@ -173,3 +176,66 @@ def test_break_glass_text_and_person_pages_leave_no_words_in_the_log(console: Co
     staff.get("/staff/?q=Ada Quill")
     log = main_html(staff.get("/staff/audit"))
     assert not any(w in log for w in (*A1_WORDS, B1_TEXT, "Ada Quill", "ada@a.example"))
+
+
+def test_filters_by_the_words_shown_and_people_by_email_or_name(console: Console) -> None:
+    """Issue 38, item 14: the log is read in words ("Erased everything", "Sam Helper") and was
+    filtered by codes and ids only. The action field now takes the words an entry shows (in the
+    page's language, or English), a person field an e-mail or a name too (of the people the staff
+    member may see), and the form offers the words, not the codes."""
+    do_everything(console)
+    admin = console.client(console.admin)
+    assert shown_entries(admin, action="Erased everything") == ["person.erased_all"]
+    assert shown_entries(admin, action="  logged an ERASURE request ") == ["erasure.logged"]
+    assert set(shown_entries(admin, action="erasure")) == {"erasure.completed", "erasure.logged", "erasure.requested",
+                                                           "person.erased_all"}  # a family, as before
+    assert set(shown_entries(admin, action="API key")) == {"api_key.created", "api_key.revoked"}
+    assert shown_entries(admin, action="no such words") == []
+    assert set(shown_entries(admin, actor=console.sA.email.upper())) == set(STAFF_ACTIONS)
+    assert set(shown_entries(admin, actor="sam helper")) == set(STAFF_ACTIONS)
+    alan = {"person.paused", "person.resumed", "person.exported", "person.erased_all"}
+    assert set(shown_entries(admin, subject=console.a2.email)) == alan
+    assert set(shown_entries(admin, subject="Alan Brook")) == alan
+    assert set(shown_entries(admin, actor="Alan Brook")) == alan
+    assert shown_entries(admin, actor="nobody@nowhere.example") == []
+    assert shown_entries(admin, subject=console.a2.owner_id) != []  # ids still work
+    # Staff of another tenant find nobody of tenant A by e-mail or name.
+    assert shown_entries(console.client(console.sB), subject=console.a2.email) == []
+    assert shown_entries(console.client(console.sB), actor="Sam Helper") == []
+    form = main_html(admin.get("/staff/audit"))
+    assert '<option value="Erased everything">' in form and '<option value="person.erased_all">' not in form
+    assert 'id="f-actor"' in form and "Actor (e-mail, name or id)" in page_text(admin.get("/staff/audit"))
+    # In French, the French words.
+    console.runtime.accounts.set_language(console.admin.id, "fr")
+    french = console.client(console.admin)
+    assert shown_entries(french, action="a tout effacé") == ["person.erased_all"]
+    assert '<option value="A tout effacé">' in main_html(french.get("/staff/audit"))
+
+
+def test_a_from_date_after_the_to_date_is_said(console: Console) -> None:
+    do_everything(console)
+    admin = console.client(console.admin)
+    today = datetime.now(UTC).date()
+    answer = admin.get("/staff/audit", query_string={"from": str(today), "to": str(today - timedelta(days=3))})
+    assert answer.status_code == 200
+    said = page_text(answer)
+    assert "The From date is after the To date: no entry can match. Swap them, or clear one." in said
+    assert 'role="alert"' in main_html(answer) and "No entries." not in said
+    assert 'aria-invalid="true"' in main_html(answer)
+
+
+def test_the_reason_of_a_decision_about_apps_is_said_in_words(console: Console) -> None:
+    """"Changed which apps may use a memory (*)": the star was the code for every app."""
+    key, _token = console.runtime.api_keys.create(console.a.id, ("memories:read",), name="Support bot")
+    memory = console.remember(console.a2.place, "Likes tea")
+    note = lambda: AuditNote(console.a2.id, "member", "memory.use_changed")  # noqa: E731
+    console.runtime.service.set_use(console.a2.place, memory.id, False, None, audit=note())
+    console.runtime.service.set_use(console.a2.place, memory.id, True, None, audit=note())
+    console.runtime.service.set_use(console.a2.place, memory.id, False, app_of(key).id, audit=note())
+    html = main_html(console.client(console.admin).get("/staff/audit", query_string={"action": "memory"}))
+    rows = re.findall(r'<tr data-testid="audit-entry">(.*?)</tr>', html, flags=re.S)
+    said = [" ".join(unescape(re.sub(r"<[^>]+>", " ", re.sub(r"</?span[^>]*>", "", r))).split()) for r in rows]
+    assert f'<span title="{app_of(key).id}">Support bot</span>' in html  # its id on hover
+    assert any("(for every app)" in r for r in said), said
+    assert any("(for Support bot)" in r for r in said), said
+    assert not [r for r in said if "(*)" in r]

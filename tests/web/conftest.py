@@ -1,5 +1,6 @@
 """A portal world for the web tests: the real app on a fresh migrated SQLite file, one tenant, and
-the accounts of two people (Ada speaks English, Bob French) and Ada's colleague Chloé.
+the accounts of two people (Ada chose English, Bob French) and Ada's colleague Chloé (who chose no
+language: the portal speaks her browser's).
 
 No embedder (recall ranks by words) and no model. The service's clock ticks one second per call, so
 "newest first" is decided by the clock the service is handed, not by how fast the test runs.
@@ -85,7 +86,7 @@ def seed(runtime: Runtime) -> dict[str, str]:
     accounts = runtime.accounts
     return {
         "tenant": tenant.id,
-        "ada": accounts.create("ada@example.com", "Ada Lovelace", tenant.id, "member", PASSWORD).id,
+        "ada": accounts.create("ada@example.com", "Ada Lovelace", tenant.id, "member", PASSWORD, language="en").id,
         "bob": accounts.create("bob@example.com", "Bob Durand", tenant.id, "member", PASSWORD, language="fr").id,
         "chloe": accounts.create("chloe@example.com", "Chloé", tenant.id, "member", PASSWORD).id,
     }

@@ -130,7 +130,7 @@ def test_an_app_that_only_reads_is_said_so_and_its_temporary_conversations_count
     reads = reads[:reads.index("</li>")]
     writes = html[html.index(f'id="app-{writer.id}"'):]
     writes = writes[:writes.index("</li>")]
-    assert "Only reads your memories" in reads and "Only reads your memories" not in writes
+    assert "Has only read your memories so far" in reads and "Has only read your memories" not in writes
     assert "3 conversations kept temporary: nothing learnt" in " ".join(reads.split())
     assert "kept temporary" not in writes
     assert 'data-action="temporary"' not in html  # a conversation, not a memory: not among the memory counts
@@ -149,9 +149,9 @@ def test_the_only_reads_wording_in_french(world: World) -> None:
     view.consolidate(world.bob.place, "User: rien", "c1", temporary=True)
     view.consolidate(world.bob.place, "User: rien", "c2", temporary=True)
     page = page_text(world.client(world.bob).get("/account/apps"))
-    assert "Ne fait que lire vos souvenirs" in page
+    assert "N'a fait que lire vos souvenirs jusqu'ici" in page
     assert "2 conversations restées temporaires : rien n'en a été appris" in page
-    assert "Only reads" not in page
+    assert "Has only read" not in page
 
 
 def test_the_download_names_an_app_s_temporary_conversations_without_a_word(world: World) -> None:

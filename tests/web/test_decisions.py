@@ -212,3 +212,65 @@ def test_tokenless_posts_are_refused_and_change_nothing(world: World, browser: F
     token = csrf_token_of(browser.get(f"/memories/{tea.id}/history"))
     assert browser.post(f"/memories/{tea.id}/use", data={"use": "0", "csrf_token": token}).status_code == 303
     assert world.memory(world.ada, tea.id).withheld == ("*",)
+
+
+def more_menu(html: str, memory_id: str) -> str:
+    """The row's ⋯ menu, as the list shows it."""
+    row = html[html.index(f'<li id="m-{memory_id}"'):]
+    start = row.index('<details class="more"')
+    return row[start:row.index("</details>\n  </div>", start)]
+
+
+def test_forget_after_is_in_the_rows_menu_and_works_without_javascript(world: World) -> None:
+    """Issue 38, item 8: when a memory is forgotten was set only on a page behind "History"; the
+    row's ⋯ menu offered "Don't use this" alone. Its "Forget after…" now sets it, as a plain form
+    answered by a 303 to the row with a toast."""
+    tea = world.remember(world.ada, "Prefers green tea")
+    client = world.client(world.ada)
+    menu = more_menu(client.get("/memories").get_data(as_text=True), tea.id)
+    assert "Forget after…" in menu and f'action="/memories/{tea.id}/expiry"' in menu
+    assert [value for value in ("day", "week", "month", "year") if f'name="after" value="{value}"' in menu] == [
+        "day", "week", "month", "year"]
+    assert f'href="/memories/{tea.id}/history#expiry"' in menu  # a date of one's own: on the memory's page
+    assert 'value="never"' not in menu  # nothing set yet: nothing to take back
+    answer = client.post(f"/memories/{tea.id}/expiry", data={"after": "month"})
+    assert answer.status_code == 303 and answer.headers["Location"] == f"/memories#m-{tea.id}"
+    expires = world.memory(world.ada, tea.id).expires_at  # a month: 30 days from now
+    assert expires is not None and expires.date() == datetime(2026, 3, 31, tzinfo=UTC).date()
+    page = client.get("/memories")
+    said = page_text(page)
+    assert "Forgotten on Mar 31, 2026" in said and "It will be forgotten on March 31, 2026" in said
+    menu = more_menu(page.get_data(as_text=True), tea.id)
+    assert 'name="after" value="never"' in menu and "Keep it until I forget it" in menu
+
+
+def test_forget_after_from_the_row_with_htmx_answers_the_row_and_a_toast(world: World) -> None:
+    tea = world.remember(world.ada, "Prefers green tea")
+    answer = world.client(world.ada).post(f"/memories/{tea.id}/expiry", data={"after": "day"}, headers=HX)
+    html = answer.get_data(as_text=True)
+    assert answer.status_code == 200 and html.lstrip().startswith(f'<li id="m-{tea.id}"')
+    assert "Forgotten on Mar 2, 2026" in page_text(answer) and 'hx-swap-oob' in html
+    assert "It will be forgotten on March 2, 2026, with every earlier version." in html
+    assert '<details class="more" open>' in html  # the menu stays open where keyboard focus was
+    wrong = world.client(world.ada).post(f"/memories/{tea.id}/expiry", data={"after": "decade"}, headers=HX)
+    assert wrong.status_code == 200 and "toast-error" in wrong.get_data(as_text=True)
+    expires = world.memory(world.ada, tea.id).expires_at  # the refused choice changed nothing
+    assert expires is not None and expires.date() == datetime(2026, 3, 2, tzinfo=UTC).date()
+
+
+def test_the_memorys_page_is_named_for_what_it_holds(world: World) -> None:
+    """It held the wordings, the apps' uses, which apps may use it and when it is forgotten, under
+    "History of a memory", behind a "History" link."""
+    tea = world.remember(world.ada, "Prefers green tea")
+    list_html = world.client(world.ada).get("/memories").get_data(as_text=True)
+    assert f'<a class="button subtle" href="/memories/{tea.id}/history">Details</a>' in list_html
+    page = world.client(world.ada).get(f"/memories/{tea.id}/history")
+    text = page_text(page)
+    assert "<title>About this memory · Memory portal</title>" in page.get_data(as_text=True)
+    assert "About this memory" in text and "History of a memory" not in text
+    for section in ("Wordings", "Used by apps", "Which apps may use it", "When it is forgotten"):
+        assert section in text, section
+    french = world.client(world.bob)
+    thé = world.remember(world.bob, "Aime le thé vert")
+    assert "À propos de ce souvenir" in page_text(french.get(f"/memories/{thé.id}/history"))
+    assert ">Détails</a>" in french.get("/memories").get_data(as_text=True)

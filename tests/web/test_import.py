@@ -51,7 +51,9 @@ def test_preview_then_add_then_undo_the_whole_import(world: World) -> None:
     undo = re.search(r'action="(/account/import/[0-9a-f]+/undo)"', page.get_data(as_text=True))
     assert undo
     again = client.post("/account/import", data={"content": content.group(1), "confirmed": "1"})
-    assert again.status_code == 303 and "0 memories imported." in page_text(client.get("/memories"))  # idempotent
+    again_page = client.get("/memories")  # idempotent, and said so: no "0 memories imported." with an Undo
+    assert again.status_code == 303 and "No memory imported: the file holds nothing new." in page_text(again_page)
+    assert "0 memories imported" not in page_text(again_page) and "/undo" not in again_page.get_data(as_text=True)
 
     assert client.post(undo.group(1)).status_code == 303
     assert "2 imported memories taken back." in page_text(client.get("/memories"))
@@ -146,3 +148,25 @@ def test_french_preview_counts_the_earlier_wordings_left_out(world: World) -> No
     client = world.client(world.bob)
     preview = upload(client, forged_export("0" * 32), "forged.json")
     assert "2 formulations antérieures seront laissées de côté" in page_text(preview)
+
+
+def test_a_line_the_file_repeats_is_said_once_as_a_repeat_not_as_kept_already(world: World) -> None:
+    """Issue 38, item 10: a line the file holds twice is a duplicate within the file. It was shown
+    under "To add" and again under "Kept already", though nothing held it: now it is said once, as
+    a repeat in the file, and the file's line the person keeps already stays "kept already"."""
+    world.remember(world.ada, "I play the cello")
+    client = world.client(world.ada)
+    lines = "- I keep bees\n- I play the cello\n- I keep bees\n- I play the cello\n- I work night shifts\n"
+    preview = upload(client, lines.encode())
+    text, html = page_text(preview), preview.get_data(as_text=True)
+    assert "2 memories will be added." in text and "1 is kept already and stays as it is." in text
+    assert "2 lines repeat a line above them in the file and are left out." in text
+    held = re.search(r'data-testid="import-held">(.*?)</ul>', html, re.S)
+    assert held and re.findall(r"<li>([^<]*)</li>", held.group(1)) == ["I play the cello"]
+    assert text.count("I keep bees") == 1  # under "To add" only
+    content = re.search(r'name="content" value="([^"]+)"', html)
+    assert content
+    assert client.post("/account/import", data={"content": content.group(1), "confirmed": "1"}).status_code == 303
+    assert sorted(world.texts(world.ada)) == ["I keep bees", "I play the cello", "I work night shifts"]
+    french = upload(world.client(world.bob), b"- J'ai un chat\n- J'ai un chat\n")
+    assert "1 ligne répète une ligne plus haut dans le fichier et est laissée de côté." in page_text(french)

@@ -29,7 +29,7 @@ def lines_of(preview: Any) -> list[tuple[str, str, str, bool]]:
     found = []
     for item in re.findall(r'<li data-testid="import-line">(.*?)</li>', html, flags=re.S):
         index = re.search(r'name="take" value="(\d+)"', item)
-        text = re.search(r'<label for="take-\d+"[^>]*>(.*?)</label>', item, flags=re.S)
+        text = re.search(r'<span id="text-\d+">(.*?)</span>', item, flags=re.S)
         kind = re.search(r'<option value="([a-z]+)" selected>', item)
         assert index and text and kind, item
         found.append((index.group(1), text.group(1).strip(), kind.group(1), " checked" in item))

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import re
 
+from portal.domain.types import Source
+
 from .conftest import HX, World, page_text, row_ids
 
 
 def test_newest_first_with_what_each_memory_is(world: World) -> None:
-    first = world.remember(world.ada, "I was born in London", kind="fact", importance=5)
-    second = world.remember(world.ada, "I want to run a marathon", kind="goal", origin="inferred")
+    first = world.remember(world.ada, "I was born in London", kind="fact", importance=5, sources=(Source("portal"),))
+    second = world.remember(world.ada, "I want to run a marathon", kind="goal", origin="inferred",
+                            sources=(Source("consolidation", "conv-1"),))
     answer = world.client(world.ada).get("/memories")
     assert answer.status_code == 200
     assert row_ids(answer) == [second.id, first.id]
     text = page_text(answer)
     assert "I want to run a marathon Goal Importance 3/5 The assistant learnt it Mar 1, 2026" in text
-    assert "I was born in London Fact Importance 5/5 You said it Mar 1, 2026" in text
+    assert "I was born in London Fact Importance 5/5 You wrote it Mar 1, 2026" in text
 
 
 def test_an_empty_list_says_so(world: World) -> None:

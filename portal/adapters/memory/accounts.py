@@ -38,7 +38,7 @@ class InMemoryAccounts:
         self._h = holder
 
     def create(self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
-               language: str = "en") -> User:
+               language: str | None = None) -> User:
         email = check_new_account(email, name, role, password, owner_id, language)
         password_hash = hash_password(password)
         with self._h.writing():

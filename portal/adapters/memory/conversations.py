@@ -7,11 +7,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from portal.adapters.memory.places import _PlaceData
-from portal.domain.apps import AppUse, Conversation, ConversationCount
+from portal.domain.apps import REMEMBERED, AppUse, Conversation, ConversationCount
 from portal.domain.uses import UseBatch
 
 
@@ -64,6 +64,14 @@ class PlaceConversations:
     def app_uses(self, memory_id: str | None = None) -> builtins.list[AppUse]:
         found = [u for u in self._data.uses.values() if memory_id is None or u.memory_id == memory_id]
         return sorted(found, key=lambda u: (-u.last_at.timestamp(), u.app_id, u.memory_id, u.action))
+
+    def writers(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        wanted = set(memory_ids)
+        found: dict[str, tuple[date, str]] = {}
+        for (app_id, memory_id, action, day) in self._data.uses:
+            if action == REMEMBERED and memory_id in wanted and (memory_id not in found or (day, app_id) < found[memory_id]):
+                found[memory_id] = (day, app_id)
+        return {memory_id: app_id for memory_id, (_day, app_id) in found.items()}
 
     def record_conversation(self, app_id: str, conversation: str, memory_ids: Sequence[str], at: datetime) -> None:
         if memory_ids:

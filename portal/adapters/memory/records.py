@@ -20,7 +20,7 @@ from typing import Any
 
 from portal.adapters.memory.accounts import InMemoryAccounts, InMemoryApiKeys, InMemoryTenants
 from portal.adapters.memory.store import InMemoryStore
-from portal.domain.audit import AuditEntry, action_matches
+from portal.domain.audit import AuditEntry, action_matches, any_of
 from portal.domain.options import new_id, utc_now
 from portal.domain.people import ApiKey, ErasureRequest, Tenant, User
 from portal.domain.types import Place, PurgeCounts
@@ -72,12 +72,14 @@ class InMemoryAuditLog:
         with self._h.writing():
             self._h.add_entry(entry)
 
-    def query(self, scopes: list[str] | None, actor_id: str | None = None, subject: str | None = None,
-              action: str | None = None, since: datetime | None = None, until: datetime | None = None,
-              limit: int = 500) -> list[AuditEntry]:
+    def query(self, scopes: list[str] | None, actor_id: str | Sequence[str] | None = None,
+              subject: str | Sequence[str] | None = None, action: str | Sequence[str] | None = None,
+              since: datetime | None = None, until: datetime | None = None, limit: int = 500) -> list[AuditEntry]:
+        actors, subjects, actions = any_of(actor_id), any_of(subject), any_of(action)
         chosen = [e for e in self._h.entries()
-                  if (scopes is None or e.scope in scopes) and (not actor_id or e.actor_id == actor_id)
-                  and (not subject or e.subject_owner_id == subject) and (not action or action_matches(e.action, action))
+                  if (scopes is None or e.scope in scopes) and (actors is None or e.actor_id in actors)
+                  and (subjects is None or e.subject_owner_id in subjects)
+                  and (actions is None or any(action_matches(e.action, wanted) for wanted in actions))
                   and (not since or e.at >= since) and (not until or e.at < until)]
         return sorted(chosen, key=lambda e: (e.at, e.id), reverse=True)[:limit]
 

@@ -6,7 +6,9 @@ tenant, which a memory about this person must not carry.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -27,7 +29,7 @@ class Accounts:
 
     def create(
         self, email: str, name: str, tenant_id: str, role: str, password: str, owner_id: str | None = None,
-        language: str = "en",
+        language: str | None = None,
     ) -> User:
         email = check_new_account(email, name, role, password, owner_id, language)
         user_id = new_id()
@@ -133,10 +135,11 @@ class Accounts:
             return [r.name for r in rows]
 
 
-def _user(row: RowMapping | dict[str, object]) -> User:
+def _user(row: RowMapping | Mapping[str, Any]) -> User:
     return User(
         id=str(row["id"]), email=str(row["email"]), name=str(row["name"]), role=str(row["role"]),
-        tenant_id=str(row["tenant_id"]), owner_id=str(row["owner_id"]), language=str(row["language"]),
+        tenant_id=str(row["tenant_id"]), owner_id=str(row["owner_id"]),
+        language=str(row["language"]) if row["language"] is not None else None,
         created_at=row["created_at"],  # type: ignore[arg-type]
         last_visit_at=row["last_visit_at"],  # type: ignore[arg-type]
         session_epoch=int(str(row.get("session_epoch") or 0)),

@@ -4,14 +4,16 @@ columns hold ids, codes, counts and ticket references, and nothing else."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import false, insert, or_, select, update
 from sqlalchemy.engine import RowMapping
+from sqlalchemy.sql.elements import ColumnElement
 
 from portal.adapters.sql.binding import Bind, reading, writing
 from portal.adapters.sql.tables import audit_log, erasure_requests
-from portal.domain.audit import AuditEntry, family_also
+from portal.domain.audit import AuditEntry, any_of, family_also
 from portal.domain.options import new_id, utc_now
 from portal.domain.people import ErasureRequest
 
@@ -43,27 +45,35 @@ class AuditLog:
             ))
 
     def query(
-        self, scopes: list[str] | None, actor_id: str | None = None, subject: str | None = None,
-        action: str | None = None, since: datetime | None = None, until: datetime | None = None, limit: int = 500,
+        self, scopes: list[str] | None, actor_id: str | Sequence[str] | None = None,
+        subject: str | Sequence[str] | None = None, action: str | Sequence[str] | None = None,
+        since: datetime | None = None, until: datetime | None = None, limit: int = 500,
     ) -> list[AuditEntry]:
-        """Newest first; `scopes=None` means every scope (admins)."""
+        """Newest first; `scopes=None` means every scope (admins). A sequence of actors, subjects or
+        actions means any of them (none: no entry)."""
         c = audit_log.c
         statement = select(audit_log).order_by(c.at.desc(), c.id.desc()).limit(limit)
         if scopes is not None:
             statement = statement.where(c.scope.in_(scopes))
-        if actor_id:
-            statement = statement.where(c.actor_id == actor_id)
-        if subject:
-            statement = statement.where(c.subject_owner_id == subject)
-        if action:  # the action itself, or its family (portal.domain.audit.action_matches)
-            family = c.action.startswith(action + ".", autoescape=True) if "." not in action else false()
-            statement = statement.where(or_(c.action == action, family, c.action.in_(family_also(action))))
+        if (actors := any_of(actor_id)) is not None:
+            statement = statement.where(c.actor_id.in_(actors) if actors else false())
+        if (subjects := any_of(subject)) is not None:
+            statement = statement.where(c.subject_owner_id.in_(subjects) if subjects else false())
+        if (actions := any_of(action)) is not None:  # each the action itself, or its family (action_matches)
+            statement = statement.where(or_(false(), *(_action(wanted) for wanted in actions)))
         if since:
             statement = statement.where(c.at >= since)
         if until:
             statement = statement.where(c.at < until)
         with reading(self.bind) as conn:
             return [_entry(r) for r in conn.execute(statement).mappings()]
+
+
+def _action(wanted: str) -> ColumnElement[bool]:
+    """The entries of one action or of its family (portal.domain.audit.action_matches)."""
+    c = audit_log.c
+    family = c.action.startswith(wanted + ".", autoescape=True) if "." not in wanted else false()
+    return or_(c.action == wanted, family, c.action.in_(family_also(wanted)))
 
 
 class ErasureRequests:

@@ -46,7 +46,7 @@ users = Table(
         nullable=False,
     ),
     Column("owner_id", String(200), nullable=False),
-    Column("language", String(8), nullable=False),
+    Column("language", String(8), nullable=True),  # None: the person chose none (their browser's)
     Column("created_at", UTCDateTime, nullable=False),
     Column("last_visit_at", UTCDateTime, nullable=True),
     # Raised to end every session of the account (sign-out, password change, an admin's say).

@@ -34,7 +34,7 @@ from portal.adapters.sql.tables import (
 )
 from portal.adapters.sql.tx_state import PlaceTxState
 from portal.adapters.sql.uow import purge
-from portal.domain.apps import AppUse
+from portal.domain.apps import REMEMBERED, AppUse
 from portal.domain.audit import AuditEntry
 from portal.domain.jobs import Job, content_free
 from portal.domain.types import PurgeCounts, Receipt
@@ -156,6 +156,15 @@ class PlaceRecords(PlaceTxState):
         rows = self.conn.execute(query.order_by(c.last_at.desc(), c.app_id, c.memory_id, c.action)).mappings()
         return [AppUse(r["app_id"], r["memory_id"], r["action"], date.fromisoformat(r["day"]), r["count"], r["last_at"])
                 for r in rows]
+
+    def writers(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        wanted = [i for i in dict.fromkeys(memory_ids) if could_be_id(i)]
+        if not wanted:
+            return {}
+        c = app_uses.c
+        rows = self.conn.execute(select(c.memory_id, c.app_id).where(
+            self.here(app_uses), c.action == REMEMBERED, c.memory_id.in_(wanted)).order_by(c.day.desc(), c.app_id.desc()))
+        return {str(m): str(a) for m, a in rows}  # the earliest day's (and smallest app id's) last: it wins
 
     # ---------------------------------------------------------------- consolidation jobs
 
