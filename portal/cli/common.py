@@ -3,6 +3,8 @@ answer to errors (`Refusal`, one line) is `portal.cli.errors`."""
 
 from __future__ import annotations
 
+import shlex
+
 import click
 from flask import current_app
 
@@ -61,10 +63,12 @@ def tenant_ref_id(found: Runtime, name_or_id: str | None, as_json: bool = False)
 
 
 def person_tenant(found: Runtime, owner_id: str, tenant_ref: str | None) -> str:
-    """The tenant the person OWNER_ID is to be found in: --tenant's; without it, the only tenant
-    there is, or the only one keeping anything about them (said on standard error, which keeps
-    standard output for the answer). A person kept in several tenants, or in none, is a one-line
-    refusal: owner ids are per tenant, and guessing would hand over, or forget, someone else's."""
+    """The tenant the person OWNER_ID is to be found in, for every command that hands a person's
+    data over or erases it (`export`, `forget-matching`, `purge-owner`): --tenant's, or the only
+    tenant there is (said on standard error, which keeps standard output for the answer). With
+    several tenants and no --tenant, a one-line refusal saying how to choose, and never a guess:
+    owner ids are per tenant, and the one tenant keeping anything under an owner id may keep
+    someone else's namesake (the person asking may have nothing kept yet)."""
     if tenant_ref is not None:
         return tenant_ref_id(found, tenant_ref)
     every = found.tenants.all()
@@ -73,8 +77,9 @@ def person_tenant(found: Runtime, owner_id: str, tenant_ref: str | None) -> str:
         return every[0].id
     holding = found.support.tenants_of(owner_id)
     if len(holding) == 1:
-        click.echo(f"{owner_id}: in tenant {holding[0].name}, the only one keeping anything about them", err=True)
-        return holding[0].id
+        raise click.ClickException(f"{owner_id!r} is kept only in tenant {holding[0].name} (of {len(every)} tenants; "
+                                   f"owner ids are per tenant): add --tenant {shlex.quote(holding[0].name)} if that "
+                                   "is the person")
     if not holding:
         raise click.ClickException(f"no tenant keeps anything about {owner_id!r}: check the owner id, or say which "
                                    "tenant with --tenant")

@@ -98,19 +98,24 @@ def reindex(limit: int | None) -> None:
 @click.command("purge-owner")
 @click.argument("owner_id")
 @click.option("--tenant", "tenant_ref", default=None,
-              help="Only in this tenant (name or id). Owner ids are per tenant: without it, every tenant's "
-                   "OWNER_ID is erased, which is right only when the host's owner ids are unique across tenants.")
+              help="Tenant name or id (needed when there is more than one tenant: owner ids are per tenant).")
+@click.option("--every-tenant", is_flag=True,
+              help="Erase OWNER_ID in every tenant instead: right only when the host's owner ids are unique "
+                   "across tenants, since another tenant's OWNER_ID is someone else.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
-    """Erase the person OWNER_ID, in one tenant (--tenant) or in every tenant, as the support
-    console's erasure does: everything kept about them and their account go, and their open
-    erasure requests there are completed, in one transaction audited as the operator's. Prints
-    the counts, as JSON."""
+def purge_owner(owner_id: str, tenant_ref: str | None, every_tenant: bool, yes: bool) -> None:
+    """Erase the person OWNER_ID in one tenant (--tenant; the only tenant there is needs none), or
+    the owner id in every tenant (--every-tenant), as the support console's erasure does: everything
+    kept about them and their account go, and their open erasure requests there are completed, in one
+    transaction audited as the operator's. Prints the counts, as JSON."""
     owner(owner_id)
+    if every_tenant and tenant_ref is not None:
+        raise click.UsageError("give --tenant or --every-tenant, not both")
     runtime = current_runtime()
-    tenants = [tenant_ref_id(runtime, tenant_ref)] if tenant_ref is not None else None
+    tenants = None if every_tenant else [person_tenant(runtime, owner_id, tenant_ref)]
     if not yes:
-        where = f"in tenant {tenant_ref}" if tenants else "in EVERY tenant (owner ids are per tenant)"
+        where = ("in EVERY tenant (owner ids are per tenant)" if tenants is None
+                 else f"in tenant {tenant_ref}" if tenant_ref is not None else "in the only tenant")
         click.confirm(f"Erase everything kept about {owner_id} {where}, their account included?", abort=True)
     counts = runtime.support.erase_owner(owner_id, tenants)
     runtime.store.settle(60)  # the cleaning up after the erasure, before the process ends
@@ -121,7 +126,7 @@ def purge_owner(owner_id: str, tenant_ref: str | None, yes: bool) -> None:
 @click.argument("owner_id")
 @click.argument("query")
 @click.option("--tenant", "tenant_ref", default=None,
-              help="Tenant name or id (without it: the one tenant keeping anything about OWNER_ID).")
+              help="Tenant name or id (needed when there is more than one tenant: owner ids are per tenant).")
 @click.option("--yes", is_flag=True, help="Forget what the preview lists (without it: the preview alone).")
 def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool) -> None:
     """Forget everything about QUERY kept for OWNER_ID in one tenant: the memories sharing a word
@@ -144,7 +149,7 @@ def forget_matching(owner_id: str, query: str, tenant_ref: str | None, yes: bool
 @click.command()
 @click.argument("owner_id")
 @click.option("--tenant", "tenant_ref", default=None,
-              help="Tenant name or id (without it: the one tenant keeping anything about OWNER_ID).")
+              help="Tenant name or id (needed when there is more than one tenant: owner ids are per tenant).")
 def export(owner_id: str, tenant_ref: str | None) -> None:
     """Print everything kept about OWNER_ID in one tenant, their account included, as the export
     document (JSON; what the support console hands over for an access request, and the format

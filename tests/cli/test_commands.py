@@ -202,7 +202,7 @@ def test_demo_then_export_and_purge(env: dict[str, str]) -> None:
     assert run(["purge-owner", "demo-ada", "--tenant", "Demo", "--yes"], env).returncode == 0
     kept = json.loads(run(["export", "demo-ada", "--tenant", "Other"], env).stdout)
     assert [m["text"] for m in kept["memories"]] == ["Collects stamps"]
-    everywhere = run(["purge-owner", "demo-ada", "--yes"], env)
+    everywhere = run(["purge-owner", "demo-ada", "--every-tenant", "--yes"], env)
     assert json.loads(everywhere.stdout)["memories"] == 1
 
 

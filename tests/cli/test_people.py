@@ -1,9 +1,11 @@
 """A person named by their owner id on the command line, as staff answering a request meet it (issue
 38, items 3 and 4), on SQLite and on PostgreSQL.
 
-- `export OWNER` and `forget-matching OWNER ...` without `--tenant` find the one tenant keeping the
-  person (and say which), and refuse in one line when the person is in several or in none: they
-  used to answer an empty document, or "matched 0", from a place no tenant has.
+- `export OWNER`, `forget-matching OWNER ...` and `purge-owner OWNER` without `--tenant` act only
+  when there is a single tenant; with several they refuse in one line saying how to choose (naming
+  the one tenant holding the owner id, if one does) and never guess: they used to answer an empty
+  document, or "matched 0", from a place no tenant has, and then to take the one tenant keeping
+  anything, which may be another tenant's namesake (review1 of issue 38).
 - `export` carries the person's account, as the staff console's export does (the same code), and
   is audited as the operator's.
 - `purge-owner` erases the person as the staff console's erasure does: their account goes with
@@ -81,33 +83,33 @@ def tenant_id(runtime: Runtime, name: str) -> str:
 # ----------------------------------------------------------------------------- no --tenant
 
 
-def test_export_without_a_tenant_finds_the_one_tenant_keeping_the_person_and_says_which(
+def test_export_without_a_tenant_names_the_one_tenant_keeping_the_person_and_hands_over_nothing(
         env: dict[str, str], runtime: Runtime, tmp_path: Path) -> None:
     remember(env, tmp_path, "ada", "Acme", "Keeps bees", "Drinks green tea")
-    done = run(["export", "ada"], env)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().splitlines() == ["ada: in tenant Acme, the only one keeping anything about them"]
+    said = one_line(run(["export", "ada"], env))
+    assert said == ("Error: 'ada' is kept only in tenant Acme (of 2 tenants; owner ids are per tenant): "
+                    "add --tenant Acme if that is the person"), said
+    done = run(["export", "ada", "--tenant", "Acme"], env)  # as the line says
     doc = json.loads(done.stdout)
     assert doc["scope"] == tenant_id(runtime, "Acme")
     assert sorted(m["text"] for m in doc["memories"]) == ["Drinks green tea", "Keeps bees"]
     assert doc["account"]["email"] == "ada@acme.example"
 
 
-def test_an_account_alone_is_enough_to_find_the_person(env: dict[str, str], runtime: Runtime) -> None:
-    done = run(["export", "ada"], env)  # nothing kept yet, but Ada has an account in Acme
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    assert (doc["scope"], doc["memories"], doc["account"]["name"]) == (tenant_id(runtime, "Acme"), [], "Ada Lovelace")
+def test_an_account_alone_is_enough_to_name_the_persons_tenant(env: dict[str, str]) -> None:
+    said = one_line(run(["export", "ada"], env))  # nothing kept yet, but Ada has an account in Acme
+    assert said.endswith("add --tenant Acme if that is the person"), said
 
 
 def test_export_and_forget_matching_without_a_tenant_refuse_a_person_of_several_tenants_or_of_none(
         env: dict[str, str], tmp_path: Path) -> None:
     remember(env, tmp_path, "ada", "Acme", "Keeps bees")
     remember(env, tmp_path, "ada", "Globex", "Plays the cello")
-    for args in (["export", "ada"], ["forget-matching", "ada", "cello"], ["forget-matching", "ada", "cello", "--yes"]):
+    for args in (["export", "ada"], ["forget-matching", "ada", "cello"], ["forget-matching", "ada", "cello", "--yes"],
+                 ["purge-owner", "ada", "--yes"]):
         said = one_line(run(args, env))
         assert said == "Error: 'ada' is kept in 2 tenants (Acme, Globex): say which with --tenant", said
-    for args in (["export", "bob"], ["forget-matching", "bob", "cello"]):
+    for args in (["export", "bob"], ["forget-matching", "bob", "cello"], ["purge-owner", "bob", "--yes"]):
         said = one_line(run(args, env))
         assert said == "Error: no tenant keeps anything about 'bob': check the owner id, or say which tenant with --tenant"
     kept = json.loads(run(["export", "ada", "--tenant", "Globex"], env).stdout)
@@ -115,12 +117,13 @@ def test_export_and_forget_matching_without_a_tenant_refuse_a_person_of_several_
     assert kept["account"] is None  # Ada's account is Acme's: Globex's "ada" is someone else
 
 
-def test_forget_matching_without_a_tenant_forgets_in_the_one_tenant_keeping_the_person(
+def test_forget_matching_without_a_tenant_forgets_nothing_even_in_the_one_tenant_keeping_the_person(
         env: dict[str, str], tmp_path: Path) -> None:
     remember(env, tmp_path, "bob", "Globex", "Plays the cello", "Keeps bees")
-    done = run(["forget-matching", "bob", "cello", "--yes"], env)
+    for args in (["forget-matching", "bob", "cello"], ["forget-matching", "bob", "cello", "--yes"]):
+        assert one_line(run(args, env)).endswith("add --tenant Globex if that is the person")
+    done = run(["forget-matching", "bob", "cello", "--tenant", "Globex", "--yes"], env)
     assert done.returncode == 0 and json.loads(done.stdout)["memories"] == 1, done.stderr
-    assert "in tenant Globex" in done.stderr
     left = json.loads(run(["export", "bob", "--tenant", "Globex"], env).stdout)
     assert [m["text"] for m in left["memories"]] == ["Keeps bees"]
 
@@ -134,6 +137,17 @@ def test_with_a_single_tenant_there_is_nothing_to_choose(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines() == ["nobody-yet: in tenant Solo, the only tenant"]
     assert json.loads(done.stdout)["memories"] == []
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Keeps bees\n", encoding="utf-8")
+    assert run(["import", "ada", str(notes), "--tenant", "Solo"], shell).returncode == 0
+    purged = run(["purge-owner", "ada", "--yes"], shell)
+    assert purged.returncode == 0 and json.loads(purged.stdout)["memories"] == 1, purged.stderr
+    assert purged.stderr.strip().splitlines() == ["ada: in tenant Solo, the only tenant"]
+
+
+def test_purge_owner_takes_one_tenant_or_every_tenant_not_both(env: dict[str, str]) -> None:
+    done = run(["purge-owner", "ada", "--tenant", "Acme", "--every-tenant", "--yes"], env)
+    assert done.returncode == 2 and done.stderr.strip().endswith("Error: give --tenant or --every-tenant, not both")
 
 
 # ----------------------------------------------------------------------------- the account
@@ -199,7 +213,7 @@ def test_purge_owner_in_every_tenant_takes_every_account_of_the_owner_id(
                 "--owner-id", "ada", "--password-stdin"], env, PASSWORD)
     assert made.returncode == 0, made.stderr
     remember(env, tmp_path, "ada", "Globex", "Plays the cello")
-    done = run(["purge-owner", "ada", "--yes"], env)
+    done = run(["purge-owner", "ada", "--every-tenant", "--yes"], env)  # said on purpose: without it, refused
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["accounts"] == 2
     assert account(runtime, "ada@acme.example") is None and account(runtime, "ada@globex.example") is None
