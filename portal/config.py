@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 EMBEDDERS = ("local", "openai", "none")
@@ -116,6 +119,8 @@ def load_config(environ: Mapping[str, str] | None = None, overrides: Mapping[str
         database_url = f"sqlite:///{instance / 'memory.db'}"
     elif not database_url.startswith(("postgresql", "postgres:", "sqlite:")):
         raise ConfigError("MEMORY_DATABASE_URL must start with postgresql:// or sqlite://")
+    elif not database_url.startswith("sqlite:"):
+        check_database_url(database_url)
 
     embedder = environ.get("MEMORY_EMBEDDER", "local").strip().lower() or "local"
     if embedder not in EMBEDDERS:
@@ -207,6 +212,19 @@ def check_production(config: Config) -> None:
         raise ConfigError("MEMORY_DATABASE_URL must be a PostgreSQL URL in production")
     if not config.encryption_keys and not config.plaintext_on_postgres:
         raise ConfigError(PLAINTEXT_REFUSED)
+
+
+def check_database_url(url: str) -> None:
+    """Refuse a URL whose password holds an "@" not percent-encoded: SQLAlchemy ends the password there
+    and reads the rest as the host (or port, database), which errors then name. Never quotes the URL."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):  # their text quotes the URL, password included
+        parsed = None
+    if parsed is None or url.count("@") > (parsed.username or "").count("@") + 1:  # a password ends at its first "@"
+        raise ConfigError("MEMORY_DATABASE_URL cannot be read as postgresql://USER:PASSWORD@HOST:PORT/DATABASE: "
+                          'percent-encode an "@" in the password as %40 (and : / ? # as %3A %2F %3F %23); the URL is '
+                          "not shown: it holds the password")
 
 
 def secret_key_for(config: Config) -> str:

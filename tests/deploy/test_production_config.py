@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from portal.adapters.cipher import FernetCipher
 from portal.config import Config, ConfigError, encryption_keys_for, load_config, secret_key_for
@@ -117,6 +118,39 @@ def test_the_commands_stop_before_doing_anything_and_name_the_variable(
         assert result.returncode != 0 and named in result.stderr, (command, result.stderr)
         assert "Booting worker" not in result.stderr
     assert not (tmp_path / "instance").exists()  # no SQLite file, no generated key
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://portal:s3cret@pa55word@127.0.0.1:9/memory",  # read as the host "pa55word@127.0.0.1"
+    "postgresql://portal:s3cret@pa55word@[::1]:9/memory",  # not read at all
+    "postgresql://portal:s3cret@pa55/word@127.0.0.1:9/memory",  # the host "pa55", the database "word@..."
+    "postgresql://portal:s3cret?pa55@word@127.0.0.1:9/memory",  # the host "word@127.0.0.1"
+    "postgresql://portal:s3cret@pa55:word@127.0.0.1:9/memory",  # the port "word@127.0.0.1:9": not a number
+])
+def test_a_password_holding_an_at_sign_not_percent_encoded_is_refused_without_a_word_of_it(
+        tmp_path: Path, url: str) -> None:
+    """Review of issue 38: SQLAlchemy ends a password at its first "@", and the rest of it became the
+    host the driver's error named ("failed to resolve host 'pa55word@127.0.0.1'") on the command line's
+    one line, in serve's log, in a ticket. The configuration refuses it, saying how to write it, and
+    quoting no part of the URL; every command (a real process) says that line and nothing else."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env.update(MEMORY_INSTANCE_PATH=str(tmp_path / "instance"), MEMORY_EMBEDDER="none", MEMORY_DATABASE_URL=url,
+               MEMORY_ENCRYPTION_KEYS=KEYS)
+    with pytest.raises(ConfigError) as refused:
+        load_config(env)
+    said = str(refused.value)
+    assert "%40" in said and not any(word in said for word in ("s3cret", "pa55", "word@", "127.0.0.1")), said
+    for command in (["serve", "--port", "0"], ["tenant", "list"], ["worker"]):
+        result = subprocess.run([str(BIN), *command], env=env, cwd=tmp_path, capture_output=True, text=True,
+                                timeout=120, check=False)
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", f"Error: {said}\n"), command
+
+
+def test_a_password_with_its_at_sign_percent_encoded_is_taken_as_it_is() -> None:
+    url = "postgresql://portal:s3cret%40pa55word@db:5432/memory"
+    config = load_config({"MEMORY_DATABASE_URL": url, "MEMORY_ENCRYPTION_KEYS": KEYS})
+    assert config.database_url == url
+    assert (make_url(url).password, make_url(url).host) == ("s3cret@pa55word", "db")
 
 
 # ---------------------------------------------------------------------------- text at rest on PostgreSQL
