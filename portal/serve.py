@@ -251,11 +251,27 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
+def control_socket_answers(path: Path) -> bool:
+    """Whether a running server listens on the control socket at `path` (gunicorn unlinks what is
+    there when it starts, and again when it stops: the file of a server killed outright is left,
+    and answers no one)."""
+    if not path.is_socket():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        try:
+            probe.connect(str(path))  # closed at once: gunicorn takes that as a client gone
+        except OSError:
+            return False
+    return True
+
+
 def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8,
         control_socket: Path | None = None) -> None:
     """Serve until stopped. `control_socket`: where gunicorn's control socket listens (`gunicornc
-    -s PATH`); `serve` puts it in the instance folder, one per instance (gunicorn's default is one
-    path per user, which a second server on the machine takes over)."""
+    -s PATH`); `serve` puts it in the instance folder, one per server (`gunicorn.PORT.ctl`: the
+    default is one path per user, and one path per instance would still be shared by the two
+    servers of a blue/green restart, the first to stop unlinking the other's)."""
     # Set before the workers fork and load the model; an operator's own setting wins.
     os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(workers)))
     PortalServer(

@@ -22,7 +22,7 @@ from portal.config import ConfigError, load_config
 from portal.domain.audit import AuditNote
 from portal.domain.imports import MAX_BYTES, parse
 from portal.domain.types import Place
-from portal.serve import port_in_use, run
+from portal.serve import control_socket_answers, port_in_use, run
 
 DURATION = re.compile(r"(?P<amount>[1-9][0-9]{0,5})(?P<unit>[dhm])")
 UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -63,9 +63,12 @@ def serve(host: str, port: int, workers: int | None, threads: int | None, timeou
     if port_in_use(host, port):  # said before anything loads, in one line (portal.serve.port_in_use)
         raise click.ClickException(
             f"port {port} on {host} is in use already (another server?): stop it, or serve on another --port")
+    control = config.instance_path / f"gunicorn.{port}.ctl"  # one per server: two may serve an instance
+    if control_socket_answers(control):  # on another host's same port: gunicorn would take its socket over
+        raise click.ClickException(f"another server of this instance serves port {port} already (its control socket "
+                                   f"{control} answers): stop it, or serve on another --port")
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")),
-        control_socket=config.instance_path / "gunicorn.ctl")
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")), control_socket=control)
 
 
 @click.command()

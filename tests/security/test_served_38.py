@@ -104,13 +104,14 @@ def test_each_instance_has_its_control_socket_in_its_own_folder(server: Server, 
     try:
         for running, folder in ((server, instance.env["MEMORY_INSTANCE_PATH"]),
                                 (second, other.env["MEMORY_INSTANCE_PATH"])):
-            path = Path(folder) / "gunicorn.ctl"
+            path = Path(folder) / f"gunicorn.{running.port}.ctl"
             assert path.is_socket(), f"no control socket at {path}"
             assert control(path, "show stats")["pid"] == running.proc.pid
     finally:
         second.stop()
-    assert not (Path(other.env["MEMORY_INSTANCE_PATH"]) / "gunicorn.ctl").exists()  # gone with its server
-    assert control(Path(instance.env["MEMORY_INSTANCE_PATH"]) / "gunicorn.ctl", "show stats")["pid"] == server.proc.pid
+    assert not (Path(other.env["MEMORY_INSTANCE_PATH"]) / f"gunicorn.{second.port}.ctl").exists()  # gone with it
+    path = Path(instance.env["MEMORY_INSTANCE_PATH"]) / f"gunicorn.{server.port}.ctl"
+    assert control(path, "show stats")["pid"] == server.proc.pid
 
 
 # ------------------------------------------------------------------ 23. a body left unread
