@@ -41,11 +41,12 @@ from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision,
 from portal.domain.uses import UseBatch
 from portal.ports import Cursor, Filters, NeedsVector, Settings, Store, StoreTx
 
+from .app_refs import AppRefs
 from .context import Context
 
 
-class AppTx:
-    """A place's transaction as an app sees it (see the module's docstring)."""
+class AppTx(AppRefs):
+    """A place's transaction as an app sees it (the module's docstring; its refs: `AppRefs`)."""
 
     def __init__(self, tx: StoreTx, app: App, control: str | None, clock: Any) -> None:
         self._tx = tx
@@ -56,7 +57,7 @@ class AppTx:
         self._erased = False
         self.place = tx.place
 
-    def __getattr__(self, name: str) -> Any:  # refs, receipts, audit: as they are
+    def __getattr__(self, name: str) -> Any:  # receipts, audit: as they are
         return getattr(self._tx, name)
 
     @property
