@@ -62,11 +62,9 @@ class AppTx(AppRefs):
 
     @property
     def as_kept(self) -> StoreTx:
-        """The place as the person keeps it, withheld memories included: for the one read that must
-        see past the app's view, the duplicate a write of the app meets (`drafts.duplicate_of`), so
-        that repeating a memory withheld from the app reinforces it instead of bringing it back as
-        a new one the app would receive. What the app is answered then holds only its own words
-        (`drafts.meet_duplicate`)."""
+        """The place as the person keeps it, withheld memories included: for the duplicate a write
+        of the app meets (`drafts.duplicate_of`: a withheld one is reinforced, not kept anew for the
+        app); the app is answered its own words only (`drafts.meet_duplicate`)."""
         return self._tx
 
     # Reading: only what the person lets this app receive ("don't use this": Memory.usable_by), so
@@ -126,6 +124,9 @@ class AppTx(AppRefs):
 
     def set_settings(self, settings: Settings) -> None:
         self._writing()
+        current = self._tx.settings()  # an app may pause learning, never lift it or change the rest (settings.py)
+        if settings not in (current, replace(current, paused=True)):
+            raise Refused("person_decides")
         self._tx.set_settings(settings)
 
     def insert(self, memory: Memory) -> int:
