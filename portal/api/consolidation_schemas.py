@@ -23,7 +23,8 @@ class Turn(Strict):
 class ConsolidateIn(Strict):
     transcript: Annotated[str, StringConstraints(max_length=1_000_000)] | Annotated[list[Turn], Field(max_length=5000)]
     ref: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(..., description=(
-        "the conversation, learnt once per ref; kept only as a digest (a job's `ref`), never as sent"))
+        "the conversation, learnt once per ref of the app that sends it (another app's conversation of the same "
+        "ref is its own); kept only as a digest (a job's `ref`), never as sent"))
     role: Annotated[str, StringConstraints(max_length=64)] | None = None
     person_name: Annotated[str, StringConstraints(max_length=200)] | None = None
     language: Annotated[str, StringConstraints(max_length=16)] | None = None
@@ -41,7 +42,7 @@ class ConsolidateIn(Strict):
 class ConsolidateOut(BaseModel):
     status: Literal["done", "already", "paused", "empty", "unavailable", "failed", "temporary"] = Field(
         ..., description=(
-            "done: learnt; already: this ref was consolidated before; paused: the person (or they for this app) "
+            "done: learnt; already: this app consolidated this ref before; paused: the person (or they for this app) "
             "paused learning, nothing learnt; empty: nothing to read; unavailable: no model, or the AI is "
             "switched off; failed: see `reason`; temporary: the conversation was marked temporary, nothing was "
             "learnt from it and nothing of it was kept"))

@@ -110,11 +110,13 @@ def register(api: Api) -> None:
     def get_settings(call: Call) -> Reply:
         return Reply(200, SettingsOut(paused=service().is_paused(call.place)))
 
-    @api.route("PUT", PERSON + "/settings", summary="Pause or resume learning", permission="memories:write",
-               body=SettingsIn, responses={200: SettingsOut})
+    @api.route("PUT", PERSON + "/settings", summary="Pause learning (the person resumes it)",
+               permission="memories:write", body=SettingsIn, responses={200: SettingsOut, 403: Problem})
     def put_settings(call: Call) -> Reply:
-        svc = service()
-        paused = svc.pause(call.place) if call.body.paused else svc.resume(call.place)
+        """Pause learning for the person, as they told the assistant (audited, content-free). Lifting
+        their pause is theirs alone, in the portal: `{"paused": false}` is 403 `person_decides`."""
+        svc, audit = service(), AuditNote(call.key.id, "api_key", "person.paused" if call.body.paused else "person.resumed")
+        paused = svc.pause(call.place, audit) if call.body.paused else svc.resume(call.place, audit)
         return Reply(200, SettingsOut(paused=paused))
 
     @api.route("GET", PERSON + "/export", summary="Everything kept about a person in this tenant",

@@ -65,8 +65,10 @@ SERVICE_ANSWERS: dict[type[MemoryServiceError], tuple[int, str | None]] = {
 }
 
 
-# Refusals answered with a status of their own: the person blocked the calling app.
-REFUSAL_STATUS = {"app_blocked": (403, "the person has blocked this app"), "forbidden": (403, None)}
+# Refusals answered with a status of their own: the person blocked the calling app, or decides
+# what it asked to change (the person's pause, how long what is learnt is kept).
+REFUSAL_STATUS = {"app_blocked": (403, "the person has blocked this app"), "forbidden": (403, None),
+                  "person_decides": (403, None)}
 # Arguments the service checks that a caller chooses (issue 29): refused 422 as a remember's are,
 # whichever call checks them, so a client meets one status for one code.
 REFUSED_ARGUMENTS = {"invalid_expiry", "expiry_in_past", "invalid_conversation_ref", "invalid_use",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import timedelta
 
 import numpy as np
 
@@ -134,21 +135,31 @@ class DecisionsContract(ContractBase):
     def test_an_app_repeating_a_memory_withheld_from_it_reinforces_it_and_it_stays_withheld(self, store: Store) -> None:
         """Issue 38, item 17: the app's words (the same, or the same meaning) meet the memory the person
         withheld: it is reinforced, never a second memory the app could receive; the app is answered
-        with its own words under that id, and nothing else the person keeps."""
-        bot = App("app-1", "Bot")
+        with its own words under that id as if they had just been kept (a first revision, its own
+        channel, the moment it spoke), and nothing else the person keeps: not how often the memory
+        was corrected, whether the assistant learnt it, nor when."""
+        bot, moment = App("app-1", "Bot"), [self.at(10)]
+        person = MemoryService(store, embedder=Meanings(self.vector_dimensions), clock=lambda: moment[0])
         for withheld_from in (None, bot.id):
             here = self.place(store, owner=f"owner-{withheld_from or 'all'}")
-            person = MemoryService(store, embedder=Meanings(self.vector_dimensions), clock=lambda: self.at(10))
-            kept = person.remember(here, KAYAK, importance=2, attributes={"metadata": {"club": "Ghent"}}).memory
+            moment[0] = self.at(10)
+            learnt = person.remember(here, "Rents a kayak on Saturdays", importance=2, origin="inferred",
+                                     channel="background", attributes={"metadata": {"club": "Ghent"}}).memory
+            kept = person.update(here, learnt.id, text=KAYAK).memory
             person.set_use(here, kept.id, False, withheld_from)
             app = person.for_app(bot)
             for said, importance in ((KAYAK_AGAIN, 4), (KAYAK_MEANT, None)):
+                moment[0] += timedelta(minutes=5)
                 saved = app.remember(here, said, importance=importance, pinned=True)
                 assert (saved.reinforced, saved.replaced_id, saved.memory.id) == (True, None, kept.id), said
                 assert saved.memory.text == said and saved.memory.attributes is None and not saved.memory.usable_by(bot.id)
+                shown = saved.memory
+                assert (shown.revision, shown.channel, shown.origin, shown.created_at, shown.updated_at) == (
+                    1, "foreground", "asserted", moment[0], moment[0]), said
             with store.read(here) as tx:
                 (now,) = tx.list(ALL)
-            assert (now.id, now.text, now.revision, now.importance, now.pinned) == (kept.id, KAYAK, 1, 4, False)
+            assert (now.id, now.text, now.revision, now.importance, now.pinned) == (kept.id, KAYAK, 2, 4, False)
+            assert (now.channel, now.created_at) == ("background", self.at(10))
             assert now.withheld == (("*",) if withheld_from is None else (bot.id,))
             assert app.list(here).items == [] and app.recall(here, "kayak sunday") == []
 

@@ -45,6 +45,34 @@ class ReceiptsContract(ContractBase):
             assert tx.claim_ref("conv-1", self.at(5)) is True
             tx.commit()
 
+    def test_a_ref_is_the_app_s_own(self, store: Store) -> None:
+        """A conversation belongs to the app that had it (issue 38, review1): its ref is claimed and
+        looked up under the app's id ("" the person's own), so another app's "conv-1" is another
+        conversation, and a claim is held, renewed, finished and released under its app only."""
+        here = self.place(store)
+        with store.write(here) as tx:
+            assert tx.claim_ref("conv-1", self.at(1), app_id="app-1") is True
+            assert tx.claim_ref("conv-1", self.at(2), app_id="app-2") is True
+            assert tx.claim_ref("conv-1", self.at(3)) is True  # the person's own
+            assert tx.claim_ref("conv-1", self.at(4), app_id="app-1") is False
+            assert tx.claim_ref("conv-1", self.at(5)) is False
+            assert tx.claim_ref("conv-2", self.at(6), lease_until=self.at(60), holder="h", app_id="app-1") is True
+            assert tx.holds_ref("conv-2", "h", app_id="app-1")
+            assert not tx.holds_ref("conv-2", "h", app_id="app-2") and not tx.holds_ref("conv-2", "h")
+            assert tx.renew_ref("conv-2", "h", self.at(90), app_id="app-2") is False
+            assert tx.finish_ref("conv-2", "h") is False
+            assert tx.renew_ref("conv-2", "h", self.at(90), app_id="app-1") is True
+            assert tx.release_ref("conv-1", app_id="app-3") is False
+            assert tx.release_ref("conv-1", app_id="app-2") is True
+            tx.commit()
+        with store.write(here) as tx:
+            assert tx.claim_ref("conv-1", self.at(7), app_id="app-1") is False
+            assert tx.claim_ref("conv-1", self.at(7), app_id="app-2") is True  # released for app-2 alone
+            assert tx.claim_ref("conv-2", self.at(8), lease_until=self.at(68), holder="i", app_id="app-2") is True
+            assert tx.finish_ref("conv-2", "h", app_id="app-1") is True
+            assert tx.holds_ref("conv-2", "i", app_id="app-2") and not tx.holds_ref("conv-2", "h", app_id="app-1")
+            tx.commit()
+
     def test_receipts_round_trip(self, store: Store) -> None:
         here = self.place(store)
         first, second = self.new_id(), self.new_id()

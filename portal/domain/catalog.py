@@ -43,6 +43,8 @@ _EN: dict[str, Entry] = {
     "refused.invalid_ref": "A conversation needs a reference of 1 to 200 characters.",
     "refused.invalid_transcript": "This conversation cannot be read: send a text or a list of turns.",
     "refused.forbidden": "This key is not allowed to do that.",
+    "refused.person_decides": ("Only the person can change this, in their privacy portal: learning they paused stays "
+                               "paused until they resume it."),
     "refused.invalid_app": "There is no such app.",
     "refused.wrong_app": "This key acts as its own app only: name that app in the address.",
     "refused.invalid_control": "An app can be paused, blocked or resumed.",

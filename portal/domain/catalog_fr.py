@@ -26,6 +26,8 @@ FR: dict[str, Entry] = {
     "refused.invalid_ref": "Une conversation a besoin d'une référence de 1 à 200 caractères.",
     "refused.invalid_transcript": "Cette conversation est illisible : envoyez un texte ou une liste de tours de parole.",
     "refused.forbidden": "Cette clé n'a pas le droit de faire cela.",
+    "refused.person_decides": ("Seule la personne peut changer cela, dans son portail de confidentialité : "
+                               "l'apprentissage qu'elle a mis en pause le reste jusqu'à ce qu'elle le reprenne."),
     "refused.invalid_app": "Cette application n'existe pas.",
     "refused.wrong_app": "Cette clé n'agit qu'en tant que sa propre application : indiquez le nom de celle-ci dans l'adresse.",
     "refused.invalid_control": "Une application peut être mise en pause, bloquée ou reprise.",

@@ -96,21 +96,25 @@ class StoreTx(Protocol):
     # settings and consolidation refs
     def settings(self) -> Settings: ...
     def set_settings(self, settings: Settings) -> None: ...
-    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
+    # A conversation is the app's that had it: its ref is claimed and looked up under the app's id
+    # (`app_id`; "" the person's own conversations), so another app's ref of the same spelling is
+    # another conversation. `portal.services.apps.AppTx` passes its app's.
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None,
+                  app_id: str = "") -> bool:
         """Claim a conversation ref: True when it was free, or `running` under a lease that ran out
         before `at` (a worker that died holding it: taken over). With `lease_until` the claim is
         `running`, held by `holder` until then (see renew_ref, finish_ref); without, it is `done`."""
         ...
-    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime, app_id: str = "") -> bool:
         """Extend a running claim this holder still has."""
         ...
-    def finish_ref(self, ref: str, holder: str) -> bool:
+    def finish_ref(self, ref: str, holder: str, app_id: str = "") -> bool:
         """The conversation was learnt: the claim is `done` for good (if this holder still has it)."""
         ...
-    def holds_ref(self, ref: str, holder: str) -> bool:
+    def holds_ref(self, ref: str, holder: str, app_id: str = "") -> bool:
         """Whether `holder` still holds a running claim of `ref` (an erasure takes claims away)."""
         ...
-    def release_ref(self, ref: str) -> bool: ...
+    def release_ref(self, ref: str, app_id: str = "") -> bool: ...
 
     # idempotency receipts
     def get_receipt(self, key: str) -> Receipt | None: ...

@@ -41,11 +41,12 @@ from portal.domain.types import Embedding, Memory, Place, PurgeCounts, Revision,
 from portal.domain.uses import UseBatch
 from portal.ports import Cursor, Filters, NeedsVector, Settings, Store, StoreTx
 
+from .app_refs import AppRefs
 from .context import Context
 
 
-class AppTx:
-    """A place's transaction as an app sees it (see the module's docstring)."""
+class AppTx(AppRefs):
+    """A place's transaction as an app sees it (the module's docstring; its refs: `AppRefs`)."""
 
     def __init__(self, tx: StoreTx, app: App, control: str | None, clock: Any) -> None:
         self._tx = tx
@@ -56,16 +57,14 @@ class AppTx:
         self._erased = False
         self.place = tx.place
 
-    def __getattr__(self, name: str) -> Any:  # refs, receipts, audit: as they are
+    def __getattr__(self, name: str) -> Any:  # receipts, audit: as they are
         return getattr(self._tx, name)
 
     @property
     def as_kept(self) -> StoreTx:
-        """The place as the person keeps it, withheld memories included: for the one read that must
-        see past the app's view, the duplicate a write of the app meets (`drafts.duplicate_of`), so
-        that repeating a memory withheld from the app reinforces it instead of bringing it back as
-        a new one the app would receive. What the app is answered then holds only its own words
-        (`drafts.meet_duplicate`)."""
+        """The place as the person keeps it, withheld memories included: for the duplicate a write
+        of the app meets (`drafts.duplicate_of`: a withheld one is reinforced, not kept anew for the
+        app); the app is answered its own words only (`drafts.meet_duplicate`)."""
         return self._tx
 
     # Reading: only what the person lets this app receive ("don't use this": Memory.usable_by), so
@@ -125,6 +124,9 @@ class AppTx:
 
     def set_settings(self, settings: Settings) -> None:
         self._writing()
+        current = self._tx.settings()  # an app may pause learning, never lift it or change the rest (settings.py)
+        if settings not in (current, replace(current, paused=True)):
+            raise Refused("person_decides")
         self._tx.set_settings(settings)
 
     def insert(self, memory: Memory) -> int:

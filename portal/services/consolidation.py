@@ -74,7 +74,7 @@ class Consolidation:
         self, place: Any, transcript: Any, ref: Any, role: str | None = None, person_name: str | None = None,
         language: str | None = None, attributes: Any = None, temporary: bool = False, digested: bool = False,
     ) -> ConsolidationResult:
-        """Learn from a finished conversation, once per `ref`. Never raises. `attributes` go with
+        """Learn from a finished conversation, once per `ref` of its app (`AppRefs`). Never raises. `attributes` go with
         each memory it adds (portal.domain.attributes; a host's agent, run, metadata...).
         `temporary`: a conversation that teaches nothing (`_temporary`): status `temporary`. What is
         kept of `ref` (its claim, the memories' sources) is its conversation key, the digest recall

@@ -28,6 +28,7 @@ from portal.domain.errors import InvalidArgument, NotFound, Refused
 from portal.domain.types import Memory, Place, as_place
 
 from .context import Context, pid
+from .settings import change_settings
 
 log = logging.getLogger("portal.memory")
 
@@ -80,18 +81,11 @@ class Decisions:
 
     def set_learnt_days(self, place: Place, days: Any, audit: AuditNote | None = None) -> bool:
         """Set the person's choice (None: follow the tenant's default, 0: never); it applies to what
-        the assistant learns from now on. Answers whether it changed."""
-        ctx, place = self.ctx, as_place(place)
+        the assistant learns from now on. Answers whether it changed; audited when it does. The
+        person's alone: an app is refused `person_decides` (`change_settings`)."""
         days = learnt_days_of(days)
-        with ctx.store.write(place) as tx:
-            settings = tx.settings()
-            if settings.learnt_days == days:
-                return False
-            tx.set_settings(replace(settings, learnt_days=days))
-            if audit is not None:
-                tx.record(audit.entry(place.owner_id, place.scope, counts={"days": days or 0}, at=ctx.clock()))
-            tx.commit()
-        return True
+        return change_settings(self.ctx, as_place(place), lambda s: replace(s, learnt_days=days),
+                               "person.learnt_days_set", audit, counts={"days": days or 0})
 
     def conversations(self, place: Place, limit: int = 50) -> builtins.list[tuple[Conversation, builtins.list[Memory]]]:
         """The person's recent conversations with their apps, most recent first, each with the

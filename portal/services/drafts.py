@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from portal.domain.decisions import EVERY_APP
@@ -92,12 +93,12 @@ def duplicate_of(ctx: Context, tx: StoreTx, key: str, embedding: Embedding | Non
 
 def meet_duplicate(
     ctx: Context, tx: StoreTx, existing: Memory, new: Draft, embedding: Embedding | None, mode: str,
-    origin: str, sources: tuple[Source, ...], kind_given: bool, importance_given: bool,
+    origin: str, sources: tuple[Source, ...], kind_given: bool, importance_given: bool, channel: str,
 ) -> Saved:
     """Replace the duplicate's wording (a new revision), or reinforce it. A memory the person
     withheld from the app that writes is only ever reinforced (the app changes no wording it may
     not read, pins nothing) and stays withheld; the app is answered with its own words under the
-    memory's id (`as_said`), never with what the person keeps."""
+    memory's id as if they had just been kept (`as_said`), never with what the person keeps."""
     now = ctx.clock()
     if ctx.app is not None and not existing.usable_by(ctx.app.id):
         reinforced = existing.copy(
@@ -105,7 +106,8 @@ def meet_duplicate(
             updated_at=now, embedding=existing.embedding or embedding, last_op="reinforce",
         )
         tx.save(reinforced, existing.revision)
-        return Saved(as_said(reinforced, new, origin, sources), reinforced=True)
+        return Saved(as_said(existing.id, existing.place, new, embedding, origin, sources, channel, now),
+                     reinforced=True)
     # Saying the same thing again changes no wording: it reinforces, whatever the mode (a new
     # revision of identical text would pile up history and make undo "restore" the same words).
     identical = (
@@ -132,14 +134,20 @@ def meet_duplicate(
     return Saved(replaced, replaced_id=existing.id)
 
 
-def as_said(met: Memory, new: Draft, origin: str, sources: tuple[Source, ...]) -> Memory:
-    """What an app is told of a memory withheld from it that its words met: the memory's id and
-    times, the app's own words, kind and importance, and that it is not for the app; none of the
-    person's wording, attributes, expiry, pin or decisions about other apps."""
+def as_said(
+    memory_id: str, place: Place, new: Draft, embedding: Embedding | None, origin: str, sources: tuple[Source, ...],
+    channel: str, now: datetime,
+) -> Memory:
+    """What an app is told of a memory withheld from it that its words met: the memory's id, and
+    otherwise what a memory of the app's own words kept `now` would be (a first revision, the
+    app's channel, origin and sources, its words, kind and importance), marked not for the app.
+    Nothing the person keeps about that memory: not its wording, revision (how often it was
+    corrected), channel (whether the assistant learnt it), times, attributes, expiry, pin or
+    decisions about other apps."""
     return Memory(
-        id=met.id, owner_id=met.owner_id, scope=met.scope, revision=met.revision, text=new.text, kind=new.kind,
-        importance=new.importance, created_at=met.created_at, updated_at=met.updated_at, origin=origin,
-        sources=sources, channel=met.channel, words_key=new.words_key, last_op=met.last_op, withheld=(EVERY_APP,),
+        id=memory_id, owner_id=place.owner_id, scope=place.scope, revision=1, text=new.text, kind=new.kind,
+        importance=new.importance, created_at=now, updated_at=now, origin=origin, sources=sources, channel=channel,
+        seen=channel == "foreground", embedding=embedding, words_key=new.words_key, withheld=(EVERY_APP,),
     )
 
 

@@ -139,7 +139,8 @@ class Memories:
         if existing is not None:
             if pinned and not existing.pinned and (ctx.app is None or existing.usable_by(ctx.app.id)):
                 existing = existing.copy(pinned=True)
-            return meet_duplicate(ctx, tx, existing, new, embedding, mode, origin, sources, kind_given, importance_given)
+            return meet_duplicate(ctx, tx, existing, new, embedding, mode, origin, sources, kind_given, importance_given,
+                                  channel)
         now = ctx.clock()
         memory = Memory(
             id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=1, text=new.text,

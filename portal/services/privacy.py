@@ -1,6 +1,7 @@
 """A person's control over the whole of their memory: pause, resume, download everything, erase
 everything, and the erasure of the person. Each is one unit of work with its audit entry when an
-`AuditNote` is given (the record and the change it records commit together or not at all).
+`AuditNote` is given (the record and the change it records commit together or not at all); a
+pause or a resume always writes one (`portal.services.settings`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from portal.ports import Filters, Settings
 
 from .apps import note_reads
 from .context import Context, pid
+from .settings import change_settings
 
 log = logging.getLogger("portal.memory")
 
@@ -30,24 +32,20 @@ class Privacy:
 
     def pause(self, place: Place, audit: AuditNote | None = None) -> bool:
         """Stop learning: remember answers `paused`, and so does every change a model asks for
-        (tools, consolidation); the person can still read, correct, undo and erase."""
-        return self._set_paused(place, True, audit)
+        (tools, consolidation); the person can still read, correct, undo and erase. An app may
+        pause (the person told the assistant); audited when it changes (`change_settings`)."""
+        change_settings(self.ctx, as_place(place), lambda s: replace(s, paused=True), "person.paused", audit,
+                        app_may=True)
+        return True
 
     def resume(self, place: Place, audit: AuditNote | None = None) -> bool:
-        return self._set_paused(place, False, audit)
+        """Learn again: the person's decision alone (an app is refused `person_decides`)."""
+        change_settings(self.ctx, as_place(place), lambda s: replace(s, paused=False), "person.resumed", audit)
+        return False
 
     def is_paused(self, place: Place) -> bool:
         with self.ctx.store.read(as_place(place)) as tx:
             return tx.settings().paused
-
-    def _set_paused(self, place: Place, paused: bool, audit: AuditNote | None) -> bool:
-        place = as_place(place)
-        with self.ctx.store.write(place) as tx:
-            tx.set_settings(Settings(paused=paused))
-            if audit is not None:
-                tx.record(audit.entry(place.owner_id, place.scope, at=self.ctx.clock()))
-            tx.commit()
-        return paused
 
     def export(self, place: Place, audit: AuditNote | None = None) -> dict[str, Any]:
         """Everything kept in this place: every memory with its revisions, the settings, the apps'

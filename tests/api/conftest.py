@@ -183,7 +183,8 @@ def endpoints(owner: str, memory_id: str) -> list[Endpoint]:
         Endpoint("unseen", "GET", f"{person}/unseen", None, read),
         Endpoint("seen", "POST", f"{person}/seen", {"ids": [memory_id]}, write),
         Endpoint("get_settings", "GET", f"{person}/settings", None, read),
-        Endpoint("put_settings", "PUT", f"{person}/settings", {"paused": False}, write),
+        # What an app may change of the settings: a pause (lifting it is the person's, 403 person_decides).
+        Endpoint("put_settings", "PUT", f"{person}/settings", {"paused": True}, write),
         Endpoint("export", "GET", f"{person}/export", None, read),
         Endpoint("erase", "DELETE", person, None, "erasure"),
         Endpoint("forget_matching", "POST", f"{person}/forget-matching", {"query": "tea", "dry_run": True}, write),

@@ -137,11 +137,16 @@ def test_ids_bodies_of_the_wrong_shape_are_400(world: World, body: object) -> No
 
 
 def test_settings_pause_and_resume(world: World) -> None:
+    """An app pauses learning (the person told the assistant); resuming is the person's alone
+    (tests/security/test_settings_are_the_persons.py)."""
     with world.client() as memory:
         assert memory.get_settings("ada") is False
         assert memory.set_paused("ada", True) is True
         assert memory.get_settings("ada") is True and memory.get_settings("bob") is False
-        assert memory.set_paused("ada", False) is False
+        with pytest.raises(Forbidden) as refused:
+            memory.set_paused("ada", False)
+        assert refused.value.code == "person_decides" and memory.get_settings("ada") is True
+        world.runtime.service.resume(Place("ada", world.tenant_a))
         assert memory.get_settings("ada") is False
     for body in ({"paused": "yes please"}, {}, {"paused": True, "extra": 1}, {"paused": 0}, {"paused": 1},
                  {"paused": "true"}, {"paused": None}):

@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import column, insert, select, table
 from sqlalchemy.engine import Engine
 
 from portal.adapters.cipher import FernetCipher, generate_key
@@ -18,7 +18,7 @@ from portal.adapters.sql.keycheck import check_keys
 from portal.adapters.sql.migrate import upgrade
 from portal.adapters.sql.ref_keys import KeysNeeded
 from portal.adapters.sql.store import SqlStore
-from portal.adapters.sql.tables import consolidation_jobs, consolidation_refs, memories, memory_revisions
+from portal.adapters.sql.tables import UTCDateTime, consolidation_jobs, consolidation_refs, memories, memory_revisions
 from portal.domain.decisions import conversation_key
 from portal.domain.types import Place
 from portal.services.memory_service import MemoryService
@@ -26,6 +26,10 @@ from portal.services.memory_service import MemoryService
 PLACE = Place("ada", "default")
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 WORD = "qzfernmoth"  # in a ref only
+# The claims as 0017 kept them (no app yet: 0021 names it).
+CLAIMS_AT_0017 = table("consolidation_refs", *(column(n, UTCDateTime() if n.endswith(("_at", "_until")) else None)
+                                               for n in ("owner_id", "scope", "ref", "claimed_at", "state", "lease_until",
+                                                         "holder")))
 
 
 class Model:
@@ -47,11 +51,11 @@ def kept_before(engine: Engine, cipher: FernetCipher | None) -> None:
               "origin": "inferred", "channel": "background", "seen": True, "pinned": False, "state": "active",
               "last_op": "update", "created_at": NOW, "updated_at": NOW}
     with engine.begin() as conn:
-        conn.execute(insert(consolidation_refs).values(owner_id="ada", scope="default", ref=f"talk {WORD} 1",
-                                                       claimed_at=NOW, state="done"))
-        conn.execute(insert(consolidation_refs).values(owner_id="bob", scope="default", ref=f"talk {WORD} 1",
-                                                       claimed_at=NOW, state="running", holder="dead",
-                                                       lease_until=NOW - timedelta(hours=1)))
+        conn.execute(insert(CLAIMS_AT_0017).values(owner_id="ada", scope="default", ref=f"talk {WORD} 1",
+                                                   claimed_at=NOW, state="done"))
+        conn.execute(insert(CLAIMS_AT_0017).values(owner_id="bob", scope="default", ref=f"talk {WORD} 1",
+                                                   claimed_at=NOW, state="running", holder="dead",
+                                                   lease_until=NOW - timedelta(hours=1)))
         work = {"transcript": [{"role": "user", "text": "I run."}], "role": None, "person_name": None,
                 "language": None, "attributes": None}
         conn.execute(insert(consolidation_jobs).values(

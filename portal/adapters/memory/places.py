@@ -30,7 +30,7 @@ class _PlaceData:
     memories: dict[str, Memory] = field(default_factory=dict)
     revisions: dict[str, list[Revision]] = field(default_factory=dict)
     settings: Settings | None = None
-    refs: dict[str, RefClaim] = field(default_factory=dict)
+    refs: dict[tuple[str, str], RefClaim] = field(default_factory=dict)  # by (app id, ref)
     receipts: dict[str, Receipt] = field(default_factory=dict)
     tombstones: dict[str, datetime] = field(default_factory=dict)
     # Connected apps: what the person decided about each app, and its uses (content-free).

@@ -242,35 +242,34 @@ class _Tx(PlaceConversations):
     def set_settings(self, settings: Settings) -> None:
         self._w().settings = settings
 
-    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
-        found = self._data.refs.get(ref)
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None,
+                  app_id: str = "") -> bool:
+        found = self._data.refs.get((app_id, ref))
         lapsed = found is not None and found.state == "running" and (found.lease_until is None or found.lease_until < at)
         if found is not None and not lapsed:
             return False
         state = "running" if lease_until is not None else "done"
-        self._w().refs[ref] = RefClaim(at, state, lease_until, holder)
+        self._w().refs[(app_id, ref)] = RefClaim(at, state, lease_until, holder)
         return True
 
-    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
-        found = self._data.refs.get(ref)
-        if found is None or found.state != "running" or found.holder != holder:
-            return False
-        self._w().refs[ref] = replace(found, lease_until=lease_until)
-        return True
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime, app_id: str = "") -> bool:
+        return self._held((app_id, ref), holder, lease_until=lease_until)
 
-    def finish_ref(self, ref: str, holder: str) -> bool:
-        found = self._data.refs.get(ref)
-        if found is None or found.state != "running" or found.holder != holder:
-            return False
-        self._w().refs[ref] = replace(found, state="done", lease_until=None)
-        return True
+    def finish_ref(self, ref: str, holder: str, app_id: str = "") -> bool:
+        return self._held((app_id, ref), holder, state="done", lease_until=None)
 
-    def holds_ref(self, ref: str, holder: str) -> bool:
-        found = self._data.refs.get(ref)
+    def holds_ref(self, ref: str, holder: str, app_id: str = "") -> bool:
+        found = self._data.refs.get((app_id, ref))
         return found is not None and found.state == "running" and found.holder == holder
 
-    def release_ref(self, ref: str) -> bool:
-        return self._w().refs.pop(ref, None) is not None
+    def _held(self, key: tuple[str, str], holder: str, **changes: Any) -> bool:
+        if not self.holds_ref(key[1], holder, key[0]):
+            return False
+        self._w().refs[key] = replace(self._data.refs[key], **changes)
+        return True
+
+    def release_ref(self, ref: str, app_id: str = "") -> bool:
+        return self._w().refs.pop((app_id, ref), None) is not None
 
     def get_receipt(self, key: str) -> Receipt | None:
         return self._data.receipts.get(key)

@@ -23,6 +23,7 @@ from portal.adapters.sql.statements import (
     now,
 )
 from portal.adapters.sql.tables import (
+    EVERY_APPS_CLAIM,
     app_controls,
     app_uses,
     consolidation_jobs,
@@ -74,46 +75,42 @@ class PlaceRecords(PlaceTxState):
                 insert(memory_settings).values(owner_id=self.place.owner_id, scope=self.place.scope, **values)
             )
 
-    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None) -> bool:
+    def claim_ref(self, ref: str, at: datetime, lease_until: datetime | None = None, holder: str | None = None,
+                  app_id: str = "") -> bool:
         c = consolidation_refs.c
-        found = self.conn.execute(
-            select(c.state, c.lease_until).where(self.here(consolidation_refs), c.ref == ref)
-        ).first()
-        values = {"claimed_at": at, "state": "running" if lease_until is not None else "done",
-                  "lease_until": lease_until, "holder": holder}
-        if found is None:
-            self.conn.execute(insert(consolidation_refs).values(
-                owner_id=self.place.owner_id, scope=self.place.scope, ref=ref, **values))
-            return True
-        state, until = found
-        if state != "running" or (until is not None and until >= at):
+        # The app's own claim, and one kept before claims were an app's (it holds for every app).
+        claims = (self.here(consolidation_refs), c.ref == ref, c.app_id.in_((app_id, EVERY_APPS_CLAIM)))
+        found = self.conn.execute(select(c.state, c.lease_until).where(*claims)).all()
+        if any(state != "running" or (until is not None and until >= at) for state, until in found):
             return False
-        # Held by a worker whose lease ran out (it died, or its request was cut): taken over.
-        self.conn.execute(update(consolidation_refs).where(self.here(consolidation_refs), c.ref == ref).values(**values))
+        if found:  # held by a worker whose lease ran out (it died, or its request was cut): taken over
+            self.conn.execute(delete(consolidation_refs).where(*claims))
+        self.conn.execute(insert(consolidation_refs).values(
+            owner_id=self.place.owner_id, scope=self.place.scope, ref=ref, app_id=app_id, claimed_at=at,
+            state="running" if lease_until is not None else "done", lease_until=lease_until, holder=holder))
         return True
 
-    def renew_ref(self, ref: str, holder: str, lease_until: datetime) -> bool:
-        return self._held(ref, holder, {"lease_until": lease_until})
+    def renew_ref(self, ref: str, holder: str, lease_until: datetime, app_id: str = "") -> bool:
+        return self._held(ref, holder, app_id, {"lease_until": lease_until})
 
-    def finish_ref(self, ref: str, holder: str) -> bool:
-        return self._held(ref, holder, {"state": "done", "lease_until": None})
+    def finish_ref(self, ref: str, holder: str, app_id: str = "") -> bool:
+        return self._held(ref, holder, app_id, {"state": "done", "lease_until": None})
 
-    def holds_ref(self, ref: str, holder: str) -> bool:
+    def holds_ref(self, ref: str, holder: str, app_id: str = "") -> bool:
+        return self.conn.execute(select(literal(1)).where(*self._holding(ref, holder, app_id))).first() is not None
+
+    def _holding(self, ref: str, holder: str, app_id: str) -> tuple[ColumnElement[bool], ...]:
         c = consolidation_refs.c
-        return self.conn.execute(select(literal(1)).where(
-            self.here(consolidation_refs), c.ref == ref, c.state == "running", c.holder == holder)).first() is not None
+        return self.here(consolidation_refs), c.ref == ref, c.app_id == app_id, c.state == "running", c.holder == holder
 
-    def _held(self, ref: str, holder: str, values: dict[str, Any]) -> bool:
+    def _held(self, ref: str, holder: str, app_id: str, values: dict[str, Any]) -> bool:
+        return bool(self.conn.execute(
+            update(consolidation_refs).where(*self._holding(ref, holder, app_id)).values(**values)).rowcount)
+
+    def release_ref(self, ref: str, app_id: str = "") -> bool:
         c = consolidation_refs.c
-        return bool(self.conn.execute(update(consolidation_refs).where(
-            self.here(consolidation_refs), c.ref == ref, c.state == "running", c.holder == holder).values(**values)).rowcount)
-
-    def release_ref(self, ref: str) -> bool:
-        return bool(
-            self.conn.execute(
-                delete(consolidation_refs).where(self.here(consolidation_refs), consolidation_refs.c.ref == ref)
-            ).rowcount
-        )
+        return bool(self.conn.execute(
+            delete(consolidation_refs).where(self.here(consolidation_refs), c.ref == ref, c.app_id == app_id)).rowcount)
 
     # ---------------------------------------------------------------- connected apps
 

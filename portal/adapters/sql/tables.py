@@ -116,12 +116,18 @@ memory_settings = Table(
     Column("learnt_days", Integer, nullable=True),  # NULL: the tenant's default
 )
 
+# The app of a claim kept before a conversation's claim was its app's (migration 0021).
+EVERY_APPS_CLAIM = "*"
+
 consolidation_refs = Table(
     "consolidation_refs",
     metadata,
     Column("owner_id", String(200), primary_key=True),
     Column("scope", String(200), primary_key=True),
     Column("ref", String(200), primary_key=True),
+    # The app that had the conversation ("" the person's own; EVERY_APPS_CLAIM one kept before
+    # claims were an app's: it holds for every app and the person, as it did then).
+    Column("app_id", String(64), primary_key=True),
     Column("claimed_at", UTCDateTime, nullable=False),
     # running while a consolidation holds it (until lease_until, renewed as it runs), done once learnt
     Column("state", String(16), nullable=False, server_default="done"),
