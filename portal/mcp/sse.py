@@ -72,6 +72,7 @@ class OpenMemorySse:
         self.transport = SseServerTransport(f"/messages/{self.worker}/", security_settings=security,
                                             max_request_body_size=MAX_BODY)
         self.open = 0
+        self.clients: dict[Path, httpx.AsyncClient] = {}
 
     def routes(self) -> list[Route]:
         return [Route(SSE_PATH, endpoint=Asgi(self.stream)), Route(MESSAGES_PATH, endpoint=Asgi(self.message))]
@@ -121,6 +122,14 @@ class OpenMemorySse:
         else:
             await no_stream()(scope, receive, send)
 
+    def client_to(self, socket: Path) -> httpx.AsyncClient:
+        """One client a worker's socket, kept (a client's TLS context alone costs tens of ms)."""
+        client = self.clients.get(socket)
+        if client is None:
+            client = self.clients[socket] = httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(socket)),
+                                                              timeout=30)
+        return client
+
     async def hand_on(self, scope: Scope, receive: Receive, send: Send, socket: Path) -> None:
         """The post, as it came, to the worker that holds its stream; that worker's answer back."""
         body = await read_body(receive)
@@ -131,9 +140,9 @@ class OpenMemorySse:
         target = scope.get("raw_path") or str(scope["path"]).encode()
         query = scope.get("query_string", b"")
         try:
-            async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(socket)), timeout=30) as client:
-                got = await client.post(f"http://worker{target.decode('ascii')}" + (f"?{query.decode('ascii')}" if query else ""),
-                                        content=body, headers=headers)
+            got = await self.client_to(socket).post(
+                f"http://worker{target.decode('ascii')}" + (f"?{query.decode('ascii')}" if query else ""),
+                content=body, headers=headers)
         except (httpx.TransportError, UnicodeDecodeError):
             await no_stream()(scope, receive, send)  # that worker is gone, and its streams with it
             return
