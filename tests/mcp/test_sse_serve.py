@@ -126,10 +126,10 @@ def acme(served: tuple[Portal, HttpServer]) -> dict[str, Any]:
     """A tenant of the test's own with two apps, Claude and Cursor, and ada's memory of tea."""
     portal, _ = served
     name = f"Tenant {uuid.uuid4().hex[:8]}"
-    claude, cursor = (portal.key(READ, WRITE, FORGET, name=n, tenant=name) for n in ("Claude", "Cursor"))
+    claude, cursor, zoe = (portal.key(READ, WRITE, FORGET, name=n, tenant=name) for n in ("Claude", "Cursor", "Zoë ?#"))
     place = Place("ada", portal.tenant(name))
     portal.runtime.service.remember(place, TEA)
-    return {"claude": claude, "cursor": cursor, "place": place}
+    return {"claude": claude, "cursor": cursor, "zoe": zoe, "place": place}
 
 
 def test_openmemory_s_sse_url_lists_adds_and_searches_through_serve_s_workers(
@@ -156,16 +156,19 @@ def test_openmemory_s_sse_url_lists_adds_and_searches_through_serve_s_workers(
     assert sorted(m.text for m in portal.runtime.service.list(acme["place"]).items) == sorted([BEES, TEA])
 
 
+@pytest.mark.parametrize("app", ["claude", "zoe"])
 def test_a_message_the_other_worker_takes_reaches_the_stream(served: tuple[Portal, HttpServer],
-                                                             acme: dict[str, Any]) -> None:
+                                                             acme: dict[str, Any], app: str) -> None:
     """The stream's worker stopped (SIGSTOP) while the client posts: only the other worker can take
-    the post, and hands it on; the answer comes on the stream once its worker runs again."""
+    the post, and hands it on; the answer comes on the stream once its worker runs again. The app's
+    name in the URL may be any key's name: accents, `?` and `#` included."""
     _, server = served
     posted: list[str] = []
+    name = {"claude": "claude", "zoe": "Zoë ?#"}[app]
 
     async def scenario() -> None:
         with anyio.fail_after(60):
-            async with over_sse(server, acme["claude"], "claude", "ada", posted) as session:
+            async with over_sse(server, acme[app], name, "ada", posted) as session:
                 found = re.search(r"/messages/([0-9]+)/\?session_id=", posted[0])
                 assert found, posted
                 holder = int(found[1])
@@ -233,12 +236,16 @@ def test_a_stream_is_its_key_s_person_s_and_app_s_alone(served: tuple[Portal, Ht
                 message = {"jsonrpc": "2.0", "id": 99, "method": "tools/call",
                            "params": {"name": "add_memories", "arguments": {"text": BEES, "infer": False}}}
                 other_person = path.replace("/sse/ada/", "/sse/eve/")
-                for token, where in ((acme["cursor"], path.replace("/mcp/claude/", "/mcp/cursor/")),
-                                     (acme["claude"], other_person), ("mp_wrong", path)):
+                other_app = path.replace("/mcp/claude/", "/mcp/cursor/")
+                for token, where, status in ((acme["cursor"], other_app, 404),  # another key's stream: none
+                                             (acme["claude"], other_app, 403),  # wrong_app, at the door
+                                             (acme["claude"], other_person, 404), ("mp_wrong", path, 401),
+                                             # a worker that is not one of this server's: no socket to reach
+                                             (acme["claude"], re.sub(r"/messages/[0-9]+/", "/messages/1/", path), 404)):
                     for _ in range(4):  # on either worker
                         async with httpx2.AsyncClient(base_url=server.base, timeout=10) as http:
                             answer = await http.post(where, json=message, headers={"Authorization": f"Bearer {token}"})
-                        assert answer.status_code in (401, 404), (where, answer.status_code, answer.text)
+                        assert answer.status_code == status, (where, answer.status_code, answer.text)
                 listed = json.loads(said(await session.call_tool("list_memories", {})))
                 assert [m["memory"] for m in listed] == [TEA]
 
