@@ -5,16 +5,16 @@ By default it serves one person over stdio, as the assistant's own child process
 `MEMORY_OWNER_ID`) names the person, `MEMORY_API_KEY` holds the key, the rest of the configuration
 comes from the environment as for `serve` (`MEMORY_DATABASE_URL`, ...). With `--http` it serves
 streamable HTTP on `--host`/`--port`, one endpoint per person (`/mcp/people/<owner_id>`), and
-OpenMemory's tools at OpenMemory's URL (`/mcp/<client_name>/http/<user_id>`, `portal.mcp.openmemory`),
-each request with its own `Authorization: Bearer <key>`.
+OpenMemory's tools at OpenMemory's URLs (`/mcp/<client_name>/http/<user_id>`, and the SSE one,
+`/mcp/<client_name>/sse/<user_id>`: `portal.mcp.openmemory`, `portal.mcp.sse`), each request with
+its own `Authorization: Bearer <key>`.
 
-Why an ASGI process of its own (uvicorn) rather than a blueprint mounted in the Flask app under
-gunicorn: streamable HTTP answers with server-sent event streams that stay open while a call runs
-(and a client may hold a GET stream open for server messages), and gunicorn's sync workers give one
-worker to each open connection, so a few assistants would hold every worker and starve the portal
-and the JSON API. The SDK is asyncio (Starlette); on uvicorn an open stream costs a coroutine, and
-the service's synchronous calls go to a thread each. Both processes share the database and the
-service layer, so the rules, refusals and audit are the same; only the shell differs.
+`memory-portal serve` serves the same URLs on the portal's own port (portal.mcp.in_serve: the ASGI
+app in each gunicorn worker, its SSE streams bounded by `--mcp-streams` on threads beside the
+portal's). `mcp --http` is that app alone on uvicorn (an open stream costs a coroutine, the
+service's synchronous calls a thread each), for a deployment that keeps the MCP URLs apart from the
+portal's (compose's `mcp` service). Both share the database and the service layer, so the rules,
+refusals and audit are the same; only the shell differs.
 """
 
 from __future__ import annotations
