@@ -75,7 +75,14 @@ class PortalThreadWorker(RefusalsAsProblems, ThreadWorker):  # type: ignore[misc
     """gunicorn's threaded worker, what `serve` runs: a request waiting on something else (a
     consolidation waiting seconds for the model, the database) holds one of the worker's threads,
     not the process, so recall keeps being answered beside it. The embedding model and the
-    database calls release the GIL."""
+    database calls release the GIL. Stopping, it ends its MCP streams at once (portal.mcp.in_serve),
+    which would otherwise hold it for the whole graceful timeout."""
+
+    def handle_exit(self, sig: Any, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        end_streams = getattr(getattr(self.wsgi, "wsgi_app", None), "end_streams", None)
+        if end_streams is not None:
+            end_streams()
 
 
 def printable(text: str) -> str:

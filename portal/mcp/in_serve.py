@@ -75,6 +75,10 @@ class McpInServe:
         asyncio.run_coroutine_threadsafe(server.serve(), self.loop)
         return server
 
+    def end_streams(self) -> None:
+        """End this worker's open streams at once (it stops; their clients connect again)."""
+        self.bridge.end_all()
+
     def close(self) -> None:
         """Leave the lifespan and the socket (gunicorn's worker_exit)."""
         if self.listener is not None:
@@ -97,17 +101,33 @@ class Forwarded:
 
 
 class WatchedBridge(ASGIMiddleware):  # type: ignore[misc]
-    """a2wsgi's bridge, whose requests end when their client goes (see the module docstring)."""
+    """a2wsgi's bridge, whose requests end when their client goes (see the module docstring), and
+    whose open streams end when the worker stops (`end_all`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.streaming: set[WatchedResponder] = set()  # touched on the loop only
 
     def __call__(self, environ: Any, start_response: Any) -> Any:
         responder = WatchedResponder(self.app, self.loop, self.wait_time)
+        responder.bridge = self
         return responder.respond(environ, start_response)
+
+    def end_all(self) -> None:
+        """End every open stream (the worker stops: gunicorn would wait its graceful timeout)."""
+        def end() -> None:
+            for responder in list(self.streaming):
+                responder.end()
+
+        self.loop.call_soon_threadsafe(end)
 
 
 class WatchedResponder(ASGIResponder):  # type: ignore[misc]
     """One request: a2wsgi's, plus the watch of its connection while it streams."""
 
     task: asyncio.Task[None] | None = None
+    bridge: WatchedBridge | None = None
+    connection: socket.socket | None = None
 
     async def start_asgi_app(self, environ: Any) -> asyncio.Task[None]:
         self.task = await super().start_asgi_app(environ)
@@ -131,12 +151,25 @@ class WatchedResponder(ASGIResponder):  # type: ignore[misc]
                 self.loop.call_soon_threadsafe(task.cancel)
 
     def _watch(self, connection: socket.socket) -> None:
+        self.connection = connection
+        if self.bridge is not None:
+            self.bridge.streaming.add(self)
         with contextlib.suppress(ValueError, OSError):
             self.loop.add_reader(connection.fileno(), self._readable, connection)
 
     def _unwatch(self, connection: socket.socket) -> None:
+        if self.bridge is not None:
+            self.bridge.streaming.discard(self)
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(connection.fileno())
+
+    def end(self) -> None:
+        """End the stream now (on the loop): its app, and the thread that waits for its next message."""
+        if self.connection is not None:
+            self._unwatch(self.connection)
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            self.loop.create_task(self._hang_up())
 
     def _readable(self, connection: socket.socket) -> None:
         """The connection of a stream became readable: its client closed it (or sent more, which a
@@ -148,9 +181,8 @@ class WatchedResponder(ASGIResponder):  # type: ignore[misc]
             gone = False
         except OSError:
             gone = True
-        if gone and self.task is not None and not self.task.done():
-            self.task.cancel()
-            self.loop.create_task(self._hang_up())
+        if gone:
+            self.end()
 
     async def _hang_up(self) -> None:
         """Wake the worker's thread, which waits for the stream's next message: there is none."""

@@ -295,3 +295,26 @@ def test_the_streamable_http_urls_answer_on_serve_s_port(served: tuple[Portal, H
     answer = httpx.post(f"{server.base}/mcp/cursor/http/ada", json={}, timeout=10,
                         headers={"Authorization": f"Bearer {acme['claude']}", "Accept": "application/json, text/event-stream"})
     assert answer.status_code == 403 and answer.json()["error"]["data"] == {"code": "wrong_app"}
+
+
+def test_serve_stops_at_once_with_streams_open(portal: Portal, tmp_path: Path) -> None:
+    """A worker stopping ends its streams (their clients connect again), rather than waiting its
+    whole graceful timeout (30 s) for clients that never leave."""
+    portal.env["MEMORY_SECRET_KEY"] = "k" * 40
+    token = portal.key(READ, name="Claude")
+    client = httpx.Client(timeout=10)
+    try:
+        with serve(portal.env, tmp_path / "serve.log") as server:
+            streams = [client.send(client.build_request("GET", sse_url(server, "claude", "ada"),
+                                                        headers={"Authorization": f"Bearer {token}"}), stream=True)
+                       for _ in range(4)]
+            assert [s.status_code for s in streams] == [200] * 4
+            stopping = time.monotonic()
+        assert time.monotonic() - stopping < 10, server.log.read_text()
+        for stream in streams:
+            with pytest.raises(httpx.HTTPError):  # ended by the server: the body ends, or breaks
+                for _ in stream.iter_bytes():
+                    pass
+                raise httpx.ReadError("ended")
+    finally:
+        client.close()
