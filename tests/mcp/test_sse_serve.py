@@ -307,8 +307,8 @@ def test_serve_stops_at_once_with_streams_open(portal: Portal, tmp_path: Path) -
         with serve(portal.env, tmp_path / "serve.log") as server:
             streams = [client.send(client.build_request("GET", sse_url(server, "claude", "ada"),
                                                         headers={"Authorization": f"Bearer {token}"}), stream=True)
-                       for _ in range(4)]
-            assert [s.status_code for s in streams] == [200] * 4
+                       for _ in range(STREAMS_PER_WORKER)]  # as many as one worker holds: all may land on one
+            assert [s.status_code for s in streams] == [200] * STREAMS_PER_WORKER
             stopping = time.monotonic()
         assert time.monotonic() - stopping < 10, server.log.read_text()
         for stream in streams:
