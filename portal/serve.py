@@ -6,7 +6,9 @@ import errno
 import json
 import logging
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -161,10 +163,11 @@ class UnreadBodyCloses:
 
 
 class PortalServer(BaseApplication):  # type: ignore[misc]
-    """gunicorn with our app factory; each worker builds its own engine after the fork."""
+    """gunicorn with our app factory; each worker builds its own engine after the fork, and serves
+    the MCP server under /mcp/ beside the portal (`mcp`: host, streams, sockets; portal.mcp.in_serve)."""
 
-    def __init__(self, options: dict[str, Any]) -> None:
-        self.options = options
+    def __init__(self, options: dict[str, Any], mcp: dict[str, Any] | None = None) -> None:
+        self.options, self.mcp = options, mcp
         super().__init__()
 
     def load_config(self) -> None:
@@ -174,6 +177,11 @@ class PortalServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         app = create_app()
         app.wsgi_app = UnreadBodyCloses(app.wsgi_app)  # type: ignore[method-assign]
+        if self.mcp is not None:
+            # why: the MCP SDK (0.7 s to import) in serve's workers, not in every command that imports this module
+            from portal.mcp.in_serve import McpInServe
+
+            app.wsgi_app = McpInServe(app.wsgi_app, app.extensions["memory_runtime"], **self.mcp)  # type: ignore[method-assign]
         warm_up(app)
         jobs_in_worker(app)
         return app
@@ -204,6 +212,9 @@ def stop_jobs(server: Any, worker: Any) -> None:
     runtime = getattr(app, "extensions", {}).get("memory_runtime")
     if runtime is not None:
         runtime.service.ctx.uses.close()
+    close_mcp = getattr(getattr(app, "wsgi_app", None), "close", None)
+    if close_mcp is not None:
+        close_mcp()
 
 
 def warm_up(app: Any) -> None:
@@ -267,13 +278,26 @@ def control_socket_answers(path: Path) -> bool:
 
 
 def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8,
-        control_socket: Path | None = None) -> None:
+        control_socket: Path | None = None, mcp_streams: int = 8) -> None:
     """Serve until stopped. `control_socket`: where gunicorn's control socket listens (`gunicornc
     -s PATH`); `serve` puts it in the instance folder, one per server (`gunicorn.PORT.ctl`: the
     default is one path per user, and one path per instance would still be shared by the two
-    servers of a blue/green restart, the first to stop unlinking the other's)."""
+    servers of a blue/green restart, the first to stop unlinking the other's). `mcp_streams`: the
+    MCP SSE streams a worker holds at most, each on a thread of its own beside the `threads` the
+    portal's requests keep; the workers' sockets for their streams' messages are in a folder of
+    this server's own (portal.mcp.sse)."""
     # Set before the workers fork and load the model; an operator's own setting wins.
     os.environ.setdefault("OMP_NUM_THREADS", str(threads_per_worker(workers)))
+    sockets = Path(tempfile.mkdtemp(prefix="memory-portal-mcp-"))  # 0700: the server's user only
+    try:
+        _run(host, port, workers, timeout, threads, control_socket, {"host": host, "streams": mcp_streams,
+                                                                      "sockets": sockets})
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
+def _run(host: str, port: int, workers: int, timeout: int, threads: int, control_socket: Path | None,
+         mcp: dict[str, Any]) -> None:
     PortalServer(
         {
             "bind": f"{host}:{port}",
@@ -281,7 +305,7 @@ def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8,
             "timeout": timeout,
             "graceful_timeout": 30,
             "worker_class": "portal.serve.PortalThreadWorker",
-            "threads": threads,
+            "threads": threads + mcp["streams"],
             "accesslog": "-",
             # Paths and status codes only: query strings can hold a person's words. The path as it
             # came, every control character escaped (AccessLog).
@@ -290,5 +314,5 @@ def run(host: str, port: int, workers: int, timeout: int = 60, threads: int = 8,
             **({"control_socket": str(control_socket)} if control_socket else {"control_socket_disable": True}),
             "errorlog": "-",
             "worker_exit": stop_jobs,
-        }
+        }, mcp,
     ).run()

@@ -54,7 +54,10 @@ class Duration(click.ParamType):
               help="Request threads per worker (default: GUNICORN_THREADS or 8): a request waiting on the "
                    "model or the database holds a thread, not the worker.")
 @click.option("--timeout", type=int, default=60, show_default=True)
-def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int) -> None:
+@click.option("--mcp-streams", type=click.IntRange(0, 256), default=8, show_default=True,
+              help="MCP SSE streams (OpenMemory's /mcp/<client>/sse/<user>) a worker holds at once, each on a "
+                   "thread of its own beside --threads; more are refused 503 too_many_streams.")
+def serve(host: str, port: int, workers: int | None, threads: int | None, timeout: int, mcp_streams: int) -> None:
     """Run the app on gunicorn (a production WSGI server), not Flask's debug server."""
     try:
         config = load_config()
@@ -68,7 +71,8 @@ def serve(host: str, port: int, workers: int | None, threads: int | None, timeou
         raise click.ClickException(f"another server of this instance serves port {port} already (its control socket "
                                    f"{control} answers): stop it, or serve on another --port")
     count = workers or int(os.environ.get("WEB_CONCURRENCY", "2"))
-    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")), control_socket=control)
+    run(host, port, count, timeout, threads or int(os.environ.get("GUNICORN_THREADS", "8")), control_socket=control,
+        mcp_streams=mcp_streams)
 
 
 @click.command()
