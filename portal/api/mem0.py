@@ -90,8 +90,10 @@ def add() -> Response:
     kept = [turns[n]["text"] for n in kept_at]
     if not kept:
         raise ApiProblem(400, "invalid_messages", "no user or assistant message to keep")
+    # mem0's direct import keeps what it is given: the very same words in the same scope are said
+    # again (NONE), anything else is a memory of its own, never a replacement (issue 39).
     outcomes = service().remember_many(place, kept, attributes=attributes, sources=(Source("api"),),
-                                       expires_at=expiry_of_day(body.get("expiration_date")))
+                                       on_duplicate="same_words", expires_at=expiry_of_day(body.get("expiration_date")))
     refusals = [o for o in outcomes if isinstance(o, Refused)]
     if len(refusals) == len(outcomes):
         raise refusals[0]  # nothing kept: the reason, as a 422 (403 for a blocked app)

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from portal.domain.apps import NO_MEMORY, TEMPORARY
+from portal.domain.attributes import scope_of
 from portal.domain.decisions import conversation_key
 from portal.domain.errors import Conflict, InvalidWhere, NotFound, Refused
 from portal.domain.extraction import Extraction, read_extraction
@@ -191,8 +192,8 @@ class Consolidation:
         self, place: Place, shown: list[Message], ref: str, role: str | None,
         person_name: str | None, language: str | None, holder: str, attributes: Any = None,
     ) -> ConsolidationResult:
-        with self.ctx.store.read(place) as tx:
-            known = tx.list(Filters())
+        with self.ctx.store.read(place) as tx:  # the model corrects only what its scope holds (issue 39)
+            known = [m for m in tx.list(Filters()) if scope_of(m.attributes) == scope_of(attributes)]
         known.sort(key=lambda m: (not m.pinned, -m.importance, -m.last_useful_at.timestamp()))
         known = known[: self.ctx.options.known_max]
         system = system_prompt(self.ctx.options, language)
