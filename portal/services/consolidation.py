@@ -53,8 +53,10 @@ class ConsolidationResult:
     failed: int = 0
     proposed: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
-    # The ids of the memories it added, corrected or said again (not answered: a job keeps them).
+    # The ids of the memories it added, corrected or said again (not answered: a job keeps them),
+    # and what it did to each, in order ("added", "corrected" or "reinforced"; ids and codes only).
     taught: list[str] = field(default_factory=list)
+    made: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -236,13 +238,8 @@ class Consolidation:
                 importance=correction.importance, origin="inferred", sources=(Source("consolidation", ref),),
                 person_name=person_name, holding=holding,
             ))
-            if outcome is None:
-                continue
-            result.taught.append(outcome.memory.id)
-            if outcome.reinforced:
-                result.reinforced += 1
-            else:
-                result.corrected += 1
+            if outcome is not None:
+                _taught(result, outcome.memory.id, "reinforced" if outcome.reinforced else "corrected")
         for fact in extraction.facts:
             source = Source("consolidation", ref, tuple(i for i in fact.messages if any(m.index == i for m in shown)))
             outcome = _attempt(result, place, partial(
@@ -250,15 +247,9 @@ class Consolidation:
                 explicit=is_explicit_fact(fact, shown), origin="inferred", sources=(source,), channel="background",
                 person_name=person_name, holding=holding, attributes=attributes,
             ))
-            if outcome is None:
-                continue
-            result.taught.append(outcome.memory.id)
-            if outcome.reinforced:
-                result.reinforced += 1  # said again: nothing new learnt, nothing corrected
-            elif outcome.replaced_id:
-                result.corrected += 1
-            else:
-                result.added += 1
+            if outcome is not None:  # said again: nothing new learnt, nothing corrected
+                _taught(result, outcome.memory.id,
+                        "reinforced" if outcome.reinforced else "corrected" if outcome.replaced_id else "added")
         if result.failed:
             result.status, result.reason = "failed", "store"
         return result
@@ -304,6 +295,12 @@ def _attempt(result: ConsolidationResult, place: Place, write: Callable[[], Save
         log.warning("consolidate.write_failed place=%s error=%s", _pid(place), type(exc).__name__)
         result.failed += 1
     return None
+
+
+def _taught(result: ConsolidationResult, memory_id: str, what: str) -> None:
+    result.taught.append(memory_id)
+    result.made.append((memory_id, what))
+    setattr(result, what, getattr(result, what) + 1)
 
 
 def _refuse(result: ConsolidationResult, code: str) -> None:

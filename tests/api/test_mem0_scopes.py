@@ -17,6 +17,7 @@ import pytest
 
 from portal.adapters.llm import OpenAICompatibleLLM
 from portal.adapters.queue import Worker
+from portal.domain.types import Place
 
 from ..fakes.embedders import HashEmbedder
 from ..fakes.llm_server import FakeLLMServer, Reply
@@ -45,7 +46,8 @@ def _served(request: pytest.FixtureRequest, make_world: Callable[..., World], ll
     # "1" and "2" mean the same here, as for a real model "Fact 1: I own 1 bikes." and "Fact 2: I own 2
     # bikes." are near duplicates
     world = make_world(engine, embedder=HashEmbedder(synonyms={"1": "n", "2": "n"}), llm=llm)
-    world.runtime.service.ctx.options = replace(world.runtime.service.options, job_retry_seconds=0.2)
+    world.runtime.service.ctx.options = replace(world.runtime.service.options, job_retry_seconds=0.2,
+                                                job_wait_seconds=1.0)
     with serving(world) as url:
         yield world, url
 
@@ -145,3 +147,74 @@ def test_a_direct_import_keeps_what_it_is_given(served: tuple[World, str]) -> No
     assert [(r["memory"], r["event"]) for r in turns["results"]] == [("I own 3 bikes.", "ADD"),
                                                                      ("Three bikes, noted.", "ADD")]
     assert world.count("ada") == 4
+
+
+# ---------------------------------------------------------------------------------------- items 3 and 8
+
+
+def test_learning_with_no_model_fails_and_says_why(no_model: tuple[World, str]) -> None:
+    world, url = no_model
+    memory = client(url, world)
+    queued = memory.add("I adopted a cat called Miso.", user_id="ada")
+    assert queued["status"] == "PENDING"
+    running = Worker(world.runtime.queue, workers=1).start()
+    try:
+        event = event_of(memory, queued["event_id"])
+    finally:
+        running.stop()
+    assert (event["status"], event["code"], event["results"]) == ("FAILED", "unavailable", [])
+    assert "No model is set up" in event["error"]
+    assert world.count("ada") == 0
+
+
+def test_the_event_lists_the_memories_made_and_never_one_forgotten_since(served: tuple[World, str], worker: None,
+                                                                        model: FakeLLMServer) -> None:
+    world, url = served
+    memory = client(url, world)
+    kept = memory.add("Lives in Lyon", user_id="ada", infer=False)["results"][0]
+    model.script(Reply(facts("Has a cat called Miso", "Lives in Lyon")))
+    queued = memory.add("I adopted a cat called Miso. I live in Lyon.", user_id="ada")
+    event = event_of(memory, queued["event_id"])
+    made = {r["memory"]: r for r in event["results"]}
+    assert event["status"] == "SUCCEEDED" and set(made) == {"Has a cat called Miso", "Lives in Lyon"}
+    # the kept memory, met: the model's importance for it (4) is its correction
+    assert made["Lives in Lyon"]["id"] == kept["id"] and made["Lives in Lyon"]["event"] == "UPDATE"
+    cat = made["Has a cat called Miso"]
+    assert cat["event"] == "ADD" and memory.get(cat["id"])["memory"] == "Has a cat called Miso"
+    memory.delete(cat["id"])
+    assert [r["id"] for r in event_of(memory, queued["event_id"])["results"]] == [kept["id"]]
+    with world.runtime.store.read(Place("ada", world.tenant_a)) as tx:
+        job = tx.get_job(queued["event_id"])
+    assert job is not None and "Miso" not in repr(job.result)  # ids and events only, never the words
+
+
+def test_an_add_not_in_async_mode_waits_for_what_the_model_made(served: tuple[World, str], worker: None,
+                                                                model: FakeLLMServer) -> None:
+    world, url = served
+    memory = client(url, world)
+    model.script(Reply(facts("Has a cat called Miso")))
+    answer = memory.add("I adopted a cat called Miso.", user_id="ada", async_mode=False)
+    assert answer["status"] == "SUCCEEDED" and answer["event_id"]
+    assert [(r["memory"], r["event"]) for r in answer["results"]] == [("Has a cat called Miso", "ADD")]
+
+
+def test_an_add_not_in_async_mode_answers_pending_once_the_wait_is_over(served: tuple[World, str],
+                                                                        model: FakeLLMServer) -> None:
+    world, url = served  # no worker: nothing learns it within the wait (1 s here)
+    memory = client(url, world)
+    started = time.monotonic()
+    answer = memory.add("I adopted a cat called Miso.", user_id="ada", async_mode=False)
+    assert answer["status"] == "PENDING" and answer["event_id"] and 1.0 <= time.monotonic() - started < 5
+
+
+def test_with_no_queue_an_add_is_learnt_at_once_and_answers_what_it_made(served: tuple[World, str],
+                                                                          model: FakeLLMServer) -> None:
+    world, url = served
+    world.runtime.service.queue = None  # a service built without a background queue learns at once
+    memory = client(url, world)
+    model.script(Reply(facts("Has a cat called Miso")))
+    answer = memory.add("I adopted a cat called Miso.", user_id="ada")
+    assert answer["status"] == "SUCCEEDED" and [r["memory"] for r in answer["results"]] == ["Has a cat called Miso"]
+    world.runtime.service.ctx.llm = None
+    failed = memory.add("I adopted a dog called Rex.", user_id="ada")
+    assert (failed["status"], failed["code"], failed["results"]) == ("FAILED", "unavailable", [])
