@@ -29,6 +29,7 @@ from portal.api.mem0_base import (
     person,
     route,
 )
+from portal.api.mem0_memory import learnt
 from portal.api.mem0_shapes import (
     attributes_of,
     check_fields,
@@ -74,9 +75,9 @@ def add() -> Response:
     filters = body.get("filters")
     if isinstance(filters, dict):
         check_fields(filters, {"user_id", *ENTITY_NAMES})
-    infer = body.get("infer", True)
-    if not isinstance(infer, bool):
-        raise ApiProblem(400, "invalid_request", "infer must be true or false")
+    infer, queued = body.get("infer", True), body.get("async_mode", True)
+    if not isinstance(infer, bool) or not isinstance(queued, bool):
+        raise ApiProblem(400, "invalid_request", "infer and async_mode must be true or false")
     allowed(key, LEARN if infer else WRITE)
     place = person(key, narrowed({"user_id": filters["user_id"]} if isinstance(filters, dict) and "user_id" in filters
                                   else None, body.get("user_id")).user_id)
@@ -85,13 +86,15 @@ def add() -> Response:
         raise ApiProblem(400, "too_many_messages", f"an add takes at most {MAX_MESSAGES} messages")
     attributes = attributes_of(body, filters)
     if infer:
-        return _learn(place, turns, attributes)
+        return _learn(place, turns, attributes, wait=not queued)
     kept_at = [n for n, t in enumerate(turns) if t["role"] != "system"]  # a refusal names the message by its place
     kept = [turns[n]["text"] for n in kept_at]
     if not kept:
         raise ApiProblem(400, "invalid_messages", "no user or assistant message to keep")
+    # mem0's direct import keeps what it is given: the very same words in the same scope are said
+    # again (NONE), anything else is a memory of its own, never a replacement (issue 39).
     outcomes = service().remember_many(place, kept, attributes=attributes, sources=(Source("api"),),
-                                       expires_at=expiry_of_day(body.get("expiration_date")))
+                                       on_duplicate="same_words", expires_at=expiry_of_day(body.get("expiration_date")))
     refusals = [o for o in outcomes if isinstance(o, Refused)]
     if len(refusals) == len(outcomes):
         raise refusals[0]  # nothing kept: the reason, as a 422 (403 for a blocked app)
@@ -101,7 +104,11 @@ def add() -> Response:
                               for n, o in zip(kept_at, outcomes, strict=True) if isinstance(o, Refused)]})
 
 
-def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any] | None) -> Response:
+def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any] | None, wait: bool) -> Response:
+    """The model learns from the conversation as a background job: `{event_id, status: PENDING}`.
+    With `wait` (mem0's `async_mode: false`) the answer waits for the job, at most
+    `Options.job_wait_seconds`, and is its event (`mem0_memory.learnt`: the memories made), else
+    still PENDING. Where no queue is set up it is learnt at once, and answered the same way."""
     svc = service()
     ref = f"mem0-{svc.id_factory()}"  # every add is a conversation of its own
     try:
@@ -109,9 +116,15 @@ def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any]
     except Refused as exc:
         if exc.code != "queue_unavailable":
             raise
-        done = svc.consolidate(place, turns, ref, attributes=attributes).to_json()  # no background worker: now
-        done.pop("summary", None)
-        return json_answer({"status": "FAILED" if done["status"] == "failed" else "SUCCEEDED", "results": [], "counts": done})
+        done = svc.consolidate(place, turns, ref, attributes=attributes)  # no background worker: now
+        over = done.status in ("failed", "unavailable", "paused")
+        result = {**done.to_json(), "made": [{"id": i, "event": what} for i, what in done.made]}
+        return json_answer(learnt(place, "failed" if over else "done", (done.reason or done.status) if over else None,
+                                  result))
+    if wait:
+        job = svc.job(place, job.id, take_summary=False, wait=True)
+        if job.state in ("done", "failed"):
+            return json_answer({"event_id": job.id, **learnt(place, job.state, job.reason, job.result)})
     return json_answer({"event_id": job.id, "status": "PENDING",
                   "message": "Memory processing has been queued for background execution"})
 

@@ -102,6 +102,14 @@ def merged_attributes(current: Mapping[str, Any] | None, given: Mapping[str, Any
     return checked_attributes({**(current or {}), **given})
 
 
+def scope_of(attributes: Any) -> tuple[str | None, ...]:
+    """The scope a memory's attributes place it in: its agent, app and run ids (None for each it
+    lacks; all None for a memory of the person's own). Part of what a memory is (issue 39): the same
+    words under another scope are another memory. Anything but a mapping is no scope."""
+    have = attributes if isinstance(attributes, Mapping) else {}
+    return tuple(have.get(name) for name in ENTITY_NAMES)
+
+
 def matches(attributes: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
     """Whether a memory's attributes hold every `wanted` entity id (equality), category (each one
     listed) and metadata key (equal value)."""
