@@ -209,3 +209,18 @@ def test_an_endpoint_this_server_does_not_serve_says_so(served: tuple[World, str
     assert memory.get(tea)["memory"] == "Likes green tea"  # a memory that is not there still says so
     with pytest.raises(MemoryNotFoundError, match="no such memory"):
         memory.get("0" * 32)
+
+
+def test_crewai_s_search_body_narrows_by_its_metadata_and_answers_results(served: tuple[World, str]) -> None:
+    world, url = served
+    memory = client(url, world)
+    memory.add("Prefers morning meetings", user_id="ada", metadata={"type": "short_term"}, infer=False)
+    memory.add("Prefers evening flights", user_id="ada", metadata={"type": "long_term"}, infer=False)
+    # What CrewAI 0.203's Mem0Storage.search sends through mem0ai 1.0.11 (top-level user_id and metadata).
+    body = {"query": "prefers", "limit": 3, "version": "v2", "output_format": "v1.1", "user_id": "ada",
+            "metadata": {"type": "short_term"}, "filters": {"AND": [{"user_id": "ada"}]}, "threshold": 0.0,
+            "org_id": memory.org_id, "project_id": memory.project_id}
+    found = memory.client.post("/v2/memories/search/", json=body)
+    assert found.status_code == 200 and texts(found.json()["results"]) == ["Prefers morning meetings"]
+    clash = memory.client.post("/v2/memories/search/", json={**body, "filters": {"metadata": {"type": "long_term"}}})
+    assert clash.status_code == 400 and clash.json()["code"] == "invalid_filters"  # both cannot hold: never the wider
