@@ -10,7 +10,7 @@ from flask import Response, request
 
 from portal.api.auth import authenticate, service
 from portal.api.mem0_base import ERASE, LEARN, READ, WRITE, body_of, bp, caller, json_answer, person, route
-from portal.api.mem0_shapes import check_fields, history_items, memory_item, narrowed, unsupported
+from portal.api.mem0_shapes import check_fields, history_items, memory_item, narrowed
 from portal.api.problems import ApiProblem
 from portal.api.registry import check_path
 from portal.domain.attributes import ENTITY_NAMES, expiry_of_day
@@ -68,12 +68,17 @@ def update(memory_id: str) -> Response:
 
 @route("/v1/memories/<memory_id>/", "DELETE")
 def delete(memory_id: str) -> Response:
-    """Forget: the memory, every earlier wording and its receipts, as the person's Forget does."""
-    if request.args.get("delete_linked") not in (None, "false", "False"):
-        raise unsupported("delete_linked")
+    """Forget: the memory, every earlier wording and its receipts, as the person's Forget does. mem0's
+    `delete_linked=true` (also the memories this one superseded) asks nothing more here: a correction
+    is a revision of the one memory, and they all go with it; the answer says so."""
+    linked = request.args.get("delete_linked")
+    if linked not in (None, "false", "False", "true", "True"):
+        raise ApiProblem(400, "invalid_request", "delete_linked must be true or false")
     _, place = _located(memory_id, WRITE)
     service().forget(place, memory_id)
-    return json_answer({"message": "Memory deleted successfully!"})
+    return json_answer({"message": "Memory deleted successfully!" if linked not in ("true", "True") else
+                        "Memory deleted successfully, with every earlier wording it had (a correction here is "
+                        "a revision of the same memory)."})
 
 
 @route("/v1/memories/", "DELETE")
