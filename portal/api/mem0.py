@@ -13,6 +13,7 @@ service call, as the JSON API's are.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import Flask, Response, request
 
@@ -29,7 +30,10 @@ from portal.api.mem0_base import (
     person,
     route,
 )
+from portal.api.mem0_memory import learnt
+from portal.api.mem0_reads import LIST_FIELDS, SEARCH_FIELDS, beside, how_many, query_fields, whole, wrapped
 from portal.api.mem0_shapes import (
+    EXTRACTION_HINTS,
     attributes_of,
     check_fields,
     hit_item,
@@ -70,13 +74,13 @@ def add() -> Response:
     configured model learns from the conversation in the background: `{event_id, status: PENDING}`."""
     key = caller()
     body = body_of()
-    check_fields(body, {"messages", "user_id", "filters", "infer", *NAMES})
+    check_fields(body, {"messages", "user_id", "filters", "infer", *NAMES, *EXTRACTION_HINTS})
     filters = body.get("filters")
     if isinstance(filters, dict):
         check_fields(filters, {"user_id", *ENTITY_NAMES})
-    infer = body.get("infer", True)
-    if not isinstance(infer, bool):
-        raise ApiProblem(400, "invalid_request", "infer must be true or false")
+    infer, queued = body.get("infer", True), body.get("async_mode", True)
+    if not isinstance(infer, bool) or not isinstance(queued, bool):
+        raise ApiProblem(400, "invalid_request", "infer and async_mode must be true or false")
     allowed(key, LEARN if infer else WRITE)
     place = person(key, narrowed({"user_id": filters["user_id"]} if isinstance(filters, dict) and "user_id" in filters
                                   else None, body.get("user_id")).user_id)
@@ -85,13 +89,15 @@ def add() -> Response:
         raise ApiProblem(400, "too_many_messages", f"an add takes at most {MAX_MESSAGES} messages")
     attributes = attributes_of(body, filters)
     if infer:
-        return _learn(place, turns, attributes)
+        return _learn(place, turns, attributes, wait=not queued)
     kept_at = [n for n, t in enumerate(turns) if t["role"] != "system"]  # a refusal names the message by its place
     kept = [turns[n]["text"] for n in kept_at]
     if not kept:
         raise ApiProblem(400, "invalid_messages", "no user or assistant message to keep")
+    # mem0's direct import keeps what it is given: the very same words in the same scope are said
+    # again (NONE), anything else is a memory of its own, never a replacement (issue 39).
     outcomes = service().remember_many(place, kept, attributes=attributes, sources=(Source("api"),),
-                                       expires_at=expiry_of_day(body.get("expiration_date")))
+                                       on_duplicate="same_words", expires_at=expiry_of_day(body.get("expiration_date")))
     refusals = [o for o in outcomes if isinstance(o, Refused)]
     if len(refusals) == len(outcomes):
         raise refusals[0]  # nothing kept: the reason, as a 422 (403 for a blocked app)
@@ -101,7 +107,11 @@ def add() -> Response:
                               for n, o in zip(kept_at, outcomes, strict=True) if isinstance(o, Refused)]})
 
 
-def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any] | None) -> Response:
+def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any] | None, wait: bool) -> Response:
+    """The model learns from the conversation as a background job: `{event_id, status: PENDING}`.
+    With `wait` (mem0's `async_mode: false`) the answer waits for the job, at most
+    `Options.job_wait_seconds`, and is its event (`mem0_memory.learnt`: the memories made), else
+    still PENDING. Where no queue is set up it is learnt at once, and answered the same way."""
     svc = service()
     ref = f"mem0-{svc.id_factory()}"  # every add is a conversation of its own
     try:
@@ -109,9 +119,15 @@ def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any]
     except Refused as exc:
         if exc.code != "queue_unavailable":
             raise
-        done = svc.consolidate(place, turns, ref, attributes=attributes).to_json()  # no background worker: now
-        done.pop("summary", None)
-        return json_answer({"status": "FAILED" if done["status"] == "failed" else "SUCCEEDED", "results": [], "counts": done})
+        done = svc.consolidate(place, turns, ref, attributes=attributes)  # no background worker: now
+        over = done.status in ("failed", "unavailable", "paused")
+        result = {**done.to_json(), "made": [{"id": i, "event": what} for i, what in done.made]}
+        return json_answer(learnt(place, "failed" if over else "done", (done.reason or done.status) if over else None,
+                                  result))
+    if wait:
+        job = svc.job(place, job.id, take_summary=False, wait=True)
+        if job.state in ("done", "failed"):
+            return json_answer({"event_id": job.id, **learnt(place, job.state, job.reason, job.result)})
     return json_answer({"event_id": job.id, "status": "PENDING",
                   "message": "Memory processing has been queued for background execution"})
 
@@ -129,72 +145,75 @@ def _added(saved: Saved) -> dict[str, Any]:
 @route("/v2/memories/search/", "POST")
 @route("/v1/memories/search/", "POST")
 def search() -> Response:
-    """Recall for the person of `filters`: at most `top_k` (10), scores 0 to 1, none below
-    `threshold` (0.1). v3 answers `{"results": [...]}`, the older paths the bare list. An extra
+    """Recall for the person of `filters` (and what the read names beside them, portal.api.mem0_reads):
+    at most `top_k` (or `limit`; 10), scores 0 to 1, none below `threshold` (0.1). v3 answers
+    `{"results": [...]}`, the older paths the bare list, unless `output_format` says which. An extra
     `conversation_ref` (mem0's client sends its extra arguments in the body) names the assistant's
     conversation the hits are for (422 `invalid_conversation_ref` for a bad one)."""
     key = caller()
     body = body_of()
-    check_fields(body, {"query", "filters", "top_k", "threshold", "user_id", "conversation_ref"})
+    check_fields(body, SEARCH_FIELDS)
     allowed(key, READ)
-    where = narrowed(body.get("filters"), body.get("user_id"))
-    query, top_k, threshold = body.get("query"), body.get("top_k", 10), body.get("threshold", 0.1)
+    where = narrowed(body.get("filters"), body.get("user_id"), beside(body))
+    query, top_k, threshold = body.get("query"), how_many(body, 100) or 10, body.get("threshold", 0.1)
     if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY:
         raise ApiProblem(400, "invalid_request", f"query must be a text of 1 to {MAX_QUERY} characters")
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 100:
-        raise ApiProblem(400, "invalid_request", "top_k must be 1 to 100")
     if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
         raise ApiProblem(400, "invalid_request", "threshold must be between 0 and 1")
+    shape = wrapped(body, request.path.startswith("/v3/"))
     wanted, place, svc = where.wanted or {}, person(key, where.user_id), service(body.get("conversation_ref"))
     # Ranked without marking; only the hits answered are marked used (an app's "recalled").
     hits = svc.recall(place, query, limit=100 if wanted else top_k, after=where.after, before=where.before, mark=False)
     chosen = [h for h in hits if h.score >= threshold and matches(h.memory.attributes, wanted)][:top_k]
     svc.recalled(place, [h.memory.id for h in chosen])
     results = [hit_item(h) for h in chosen]
-    return json_answer({"results": results} if request.path.startswith("/v3/") else results)
+    return json_answer({"results": results} if shape else results)
 
 
 @route("/v3/memories/", "POST")
 @route("/v2/memories/", "POST")
 def list_memories() -> Response:
-    """One page (`page`, `page_size` in the query or body) of the person's memories, newest first."""
+    """One page (`page`, `page_size` in the query or body) of the person's memories, newest first;
+    `top_k` or `limit` caps them all (the newest so many)."""
     caller()
     body = body_of()
-    check_fields(body, {"filters", "page", "page_size", "user_id"})
-    return _page(narrowed(body.get("filters"), body.get("user_id")), body)
+    check_fields(body, LIST_FIELDS)
+    where = narrowed(body.get("filters"), body.get("user_id"), beside(body))
+    return json_answer(_page(where, {**body, **request.args}))
 
 
 @route("/v1/memories/", "GET")
 def list_memories_v1() -> Response:
-    """The 1.x listing: the person in the query string."""
+    """The 1.x listing, all in the query string: a list, as mem0 answers it (npm's 2.x client and
+    LangChain.js read nothing else), of the newest `limit` (100, at most 200); a page when both
+    `page` and `page_size` are given, whose links keep the person and the filters."""
     caller()
-    check_fields(dict(request.args), {"user_id", "page", "page_size"})
-    return _page(narrowed(None, request.args.get("user_id")), {})
+    args = query_fields(request.args)
+    check_fields(args, LIST_FIELDS)
+    where = narrowed(None, args.get("user_id"), beside(args))
+    if "page" in args and "page_size" in args:
+        return json_answer(_page(where, {k: v for k, v in args.items() if k not in ("limit", "top_k")}))
+    size = how_many(args, MAX_PAGE_SIZE) or whole(args.get("page_size", PAGE_SIZE), "page_size", 1, MAX_PAGE_SIZE)
+    return json_answer(_page(where, {"page": args.get("page", 1), "page_size": size})["results"])
 
 
-def _page(where: Any, body: dict[str, Any]) -> Response:
+def _page(where: Any, given: dict[str, Any]) -> dict[str, Any]:
     key = authenticate(READ)
-    page = _number(request.args.get("page", body.get("page", 1)), "page", 1, 100_000)
-    size = _number(request.args.get("page_size", body.get("page_size", PAGE_SIZE)), "page_size", 1, MAX_PAGE_SIZE)
+    page = whole(given.get("page", 1), "page", 1, 100_000)
+    size = whole(given.get("page_size", PAGE_SIZE), "page_size", 1, MAX_PAGE_SIZE)
+    cap = how_many(given, 1_000_000)
     shown, count = service().page(person(key, where.user_id), (page - 1) * size, size, created_after=where.after,
                                   created_before=where.before, attributes=where.wanted)
-    base = request.base_url
-    return json_answer({"count": count,
-                  "next": f"{base}?page={page + 1}&page_size={size}" if page * size < count else None,
-                  "previous": f"{base}?page={page - 1}&page_size={size}" if page > 1 else None,
-                  "results": [memory_item(m) for m in shown]})
+    if cap is not None:
+        shown, count = shown[:max(0, cap - (page - 1) * size)], min(count, cap)
+    return {"count": count, "next": _link(page + 1, size) if page * size < count else None,
+            "previous": _link(page - 1, size) if page > 1 else None, "results": [memory_item(m) for m in shown]}
 
 
-def _number(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool | float) or (isinstance(value, str) and not value.isdigit()):
-        raise ApiProblem(400, "invalid_request", f"{name} must be a whole number")
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ApiProblem(400, "invalid_request", f"{name} must be a whole number") from None
-    if not low <= number <= high:
-        raise ApiProblem(400, "invalid_request", f"{name} must be {low} to {high}")
-    return number
+def _link(page: int, size: int) -> str:
+    """The same request's address at another page: the person and every filter of its query kept."""
+    kept = [(k, v) for k, v in request.args.items(multi=True) if k not in ("page", "page_size")]
+    return f"{request.base_url}?{urlencode([*kept, ('page', page), ('page_size', size)])}"
 
 
 def init_app(app: Flask) -> Any:

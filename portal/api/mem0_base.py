@@ -16,6 +16,7 @@ from portal.api.registry import parse_json
 from portal.domain.types import Place
 
 PREFIXES = ("/v1/", "/v2/", "/v3/")
+SETTINGS_PREFIXES = ("/api/v1/orgs/", "/api/v1/webhooks/")
 MAX_BODY = 1024 * 1024
 READ, WRITE, ERASE, LEARN = "memories:read", "memories:write", "erasure", "consolidate"
 
@@ -69,9 +70,22 @@ def as_json(response: Response) -> Response:
     return response
 
 
+def is_mem0_settings_path(path: str) -> bool:
+    """mem0's project, organization and webhook endpoints, under the prefix of our own JSON API."""
+    return path.startswith(SETTINGS_PREFIXES)
+
+
 def not_found_here() -> Response:
-    """A path of mem0's API this server does not serve (feedback, exports, webhooks...)."""
-    return json_answer({"detail": "this server does not offer this endpoint of mem0's API", "code": "not_found"}, 404)
+    """A path of mem0's API this server does not serve (feedback, exports, batches, summaries...):
+    said so with its own code, never as a memory that does not exist."""
+    return json_answer({"detail": "this server does not serve this endpoint of mem0's API", "code": "not_served"}, 404)
+
+
+def settings_not_served() -> Response:
+    """mem0's project and webhook settings (CrewAI's custom_categories, update_project, webhooks)."""
+    return json_answer({"detail": "this server does not serve mem0's project, organization or webhook settings: "
+                                  "what it keeps and learns is set by its operator (docs/operations.md, "
+                                  "\"mem0's API\")", "code": "not_served"}, 404)
 
 
 # Every error under these routes answered as JSON with its `detail` (set once: apps share the blueprint).

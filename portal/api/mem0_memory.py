@@ -10,15 +10,18 @@ from flask import Response, request
 
 from portal.api.auth import authenticate, service
 from portal.api.mem0_base import ERASE, LEARN, READ, WRITE, body_of, bp, caller, json_answer, person, route
-from portal.api.mem0_shapes import check_fields, history_items, memory_item, narrowed, unsupported
+from portal.api.mem0_shapes import check_fields, history_items, memory_item, narrowed
 from portal.api.problems import ApiProblem
 from portal.api.registry import check_path
 from portal.domain.attributes import ENTITY_NAMES, expiry_of_day
 from portal.domain.audit import AuditNote
+from portal.domain.catalog import DEFAULT_LANGUAGE, message
+from portal.domain.errors import NotFound
 from portal.domain.types import Place, Source
 
 __all__ = ["bp"]  # the blueprint these routes join (portal.api registers it)
 JOB_STATUS = {"queued": "PENDING", "running": "RUNNING", "done": "SUCCEEDED", "failed": "FAILED"}
+EVENTS = {"added": "ADD", "corrected": "UPDATE", "reinforced": "NONE"}  # what a consolidation did, in mem0's words
 
 
 def _located(memory_id: str, permission: str) -> tuple[Any, Place]:
@@ -65,12 +68,17 @@ def update(memory_id: str) -> Response:
 
 @route("/v1/memories/<memory_id>/", "DELETE")
 def delete(memory_id: str) -> Response:
-    """Forget: the memory, every earlier wording and its receipts, as the person's Forget does."""
-    if request.args.get("delete_linked") not in (None, "false", "False"):
-        raise unsupported("delete_linked")
+    """Forget: the memory, every earlier wording and its receipts, as the person's Forget does. mem0's
+    `delete_linked=true` (also the memories this one superseded) asks nothing more here: a correction
+    is a revision of the one memory, and they all go with it; the answer says so."""
+    linked = request.args.get("delete_linked")
+    if linked not in (None, "false", "False", "true", "True"):
+        raise ApiProblem(400, "invalid_request", "delete_linked must be true or false")
     _, place = _located(memory_id, WRITE)
     service().forget(place, memory_id)
-    return json_answer({"message": "Memory deleted successfully!"})
+    return json_answer({"message": "Memory deleted successfully!" if linked not in ("true", "True") else
+                        "Memory deleted successfully, with every earlier wording it had (a correction here is "
+                        "a revision of the same memory)."})
 
 
 @route("/v1/memories/", "DELETE")
@@ -126,12 +134,35 @@ def entities() -> Response:
 
 @route("/v1/event/<event_id>/", "GET")
 def event(event_id: str) -> Response:
-    """A queued add (our background job): PENDING, RUNNING, SUCCEEDED or FAILED, with its counts."""
+    """A queued add (our background job): PENDING, RUNNING, SUCCEEDED or FAILED (with the reason's
+    `code` and its words in `error`), and the memories it made, as they are now."""
     check_path({"event_id": event_id})
     key = authenticate(LEARN)
     svc = service()
-    job = svc.job(svc.job_place_of(key.tenant_id, event_id), event_id, take_summary=False)
-    counts = {k: v for k, v in (job.result or {}).items() if k != "summary"}
-    return json_answer({"id": job.id, "event_type": "ADD", "status": JOB_STATUS.get(job.state, "PENDING"), "results": [],
-                  "counts": counts, "error": job.reason, "created_at": job.created_at.isoformat(),
-                  "updated_at": job.updated_at.isoformat()})
+    place = svc.job_place_of(key.tenant_id, event_id)
+    job = svc.job(place, event_id, take_summary=False)
+    return json_answer({"id": job.id, "event_type": "ADD", **learnt(place, job.state, job.reason, job.result),
+                        "created_at": job.created_at.isoformat(), "updated_at": job.updated_at.isoformat()})
+
+
+def learnt(place: Place, state: str, reason: str | None, result: dict[str, Any] | None) -> dict[str, Any]:
+    """What an add the model learnt from became (a job's state, reason and result, or the same of a
+    consolidation run at once): its status, its counts, and in `results` each memory it made
+    (`{id, memory, event: ADD|UPDATE|NONE}`, as mem0's). The result keeps ids and codes only; the
+    words are read now, so a memory forgotten (or withheld from the app) since is not there."""
+    kept = result or {}
+    made: dict[str, dict[str, Any]] = {}
+    for one in kept.get("made") or ():
+        if one["id"] in made:
+            continue
+        try:
+            memory = service().get(place, one["id"])
+        except NotFound:
+            continue
+        made[memory.id] = {"id": memory.id, "memory": memory.text, "data": {"memory": memory.text},
+                           "event": EVENTS.get(one["event"], "NONE")}
+    words = (message(f"consolidation.{reason}", DEFAULT_LANGUAGE) or message(reason, DEFAULT_LANGUAGE) or reason
+             if reason else None)
+    return {"status": JOB_STATUS.get(state, "PENDING"), "results": list(made.values()),
+            "counts": {k: v for k, v in kept.items() if k not in ("summary", "made")}, "code": reason,
+            "error": words}

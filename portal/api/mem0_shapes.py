@@ -11,7 +11,7 @@ is forgotten once the day is over. A field this server does not take is refused 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from portal.api.problems import ApiProblem
@@ -22,6 +22,17 @@ from portal.inputs import is_valid_id, moment_in_utc
 # What mem0's clients send that only says how to answer or how they batch: no data to keep.
 HINTS = frozenset({"version", "output_format", "async_mode", "org_id", "project_id", "rerank", "fields",
                    "keyword_search", "show_expired", "latest_only", "reference_date"})
+# The Vercel AI provider 2.x spreads its own settings into every body (its mem0 key, the host, its
+# model's provider and key; mem0's old org and project names): not mem0's fields. Never read, kept
+# or given back.
+PROVIDER_SETTINGS = frozenset({"mem0ApiKey", "host", "provider", "apiKey", "modelType", "org_name", "project_name"})
+# Words for mem0's extraction model. Ours is told only the server's prompt; what a request says is
+# data to it, never instructions (portal.services.transcript): taken, not followed.
+EXTRACTION_HINTS = frozenset({"includes", "excludes", "custom_categories", "custom_instructions",
+                              "agent_custom_instructions"})
+# An add's options, which LangChain.js spreads into its reads too: nothing to do on a read.
+ADD_OPTIONS = frozenset({"infer", "immutable", "async_mode", *EXTRACTION_HINTS})
+FALSE, TRUE = (False, "false", "False"), (True, "true", "True")
 DATE_FIELDS = ("created_at",)
 DATE_OPERATORS = {"gte": "after", "gt": "after", "lte": "before", "lt": "before"}
 
@@ -30,11 +41,35 @@ def unsupported(field: str) -> ApiProblem:
     return ApiProblem(400, "unsupported_field", f"this server does not take `{field}`")
 
 
-def check_fields(body: dict[str, Any], allowed: set[str]) -> None:
-    """Refuse a field this server would have to drop (any but `allowed` and the hints) when set."""
+def check_fields(body: dict[str, Any], allowed: set[str] | frozenset[str]) -> None:
+    """Refuse a field this server would have to drop (any but `allowed`, the hints and a provider's
+    settings) when set. `enable_graph` is taken false, and refused true: there is no graph here."""
     for name, value in body.items():
-        if name not in allowed and name not in HINTS and value is not None:
+        if name == "enable_graph":
+            no_graph(value)
+        elif name == "immutable" and name not in allowed:
+            always_correctable(value)
+        elif name not in allowed and name not in HINTS and name not in PROVIDER_SETTINGS and value is not None:
             raise unsupported(name)
+
+
+def always_correctable(value: Any) -> None:
+    """mem0's `immutable` on an add: false is how every memory is here; true is refused, said plainly
+    (the person, and the model learning from later conversations, may correct any memory; each
+    wording stays in its history until it is forgotten)."""
+    if value in TRUE:
+        raise ApiProblem(400, "always_correctable", "memories here can always be corrected (each wording "
+                                                    "is kept in their history): immutable must be false")
+    if value is not None and value not in FALSE:
+        raise ApiProblem(400, "invalid_request", "immutable must be true or false")
+
+
+def no_graph(value: Any) -> None:
+    if value in TRUE:
+        raise ApiProblem(400, "no_graph", "this server keeps no graph memory (no entities or relations): "
+                                          "enable_graph must be false")
+    if value is not None and value not in FALSE:
+        raise ApiProblem(400, "invalid_request", "enable_graph must be true or false")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,19 +83,26 @@ class Narrowed:
     wanted: dict[str, Any] | None = None
 
 
-def narrowed(filters: Any, user_id: Any = None) -> Narrowed:
-    """The person and dates of mem0 `filters` (`{"user_id": ...}`, `{"AND": [...]}`, an `OR` whose
-    branches all name the same person, `{"user_id": {"in": [one]}}`, `{"created_at": {"gte": ...}}`),
-    with a top-level `user_id` (an add's). 400 for anything else."""
+def narrowed(filters: Any, user_id: Any = None, beside: dict[str, Any] | None = None) -> Narrowed:
+    """The person and dates of mem0 `filters` (`{"user_id": ...}`, `{"AND": [...]}`, `{"OR": [...]}`
+    of ids, categories and metadata, `{"user_id": {"in": [one]}}`, `{"created_at": {"gte": ...}}`),
+    with a top-level `user_id` and what a read names `beside` them (the agent, app and run ids,
+    metadata and categories of mem0's 1.x reads, its `start_date` and `end_date`), all of which hold.
+    One person, always: an OR is read inside that person's memories, and a branch naming another is
+    refused (400), as is anything else this server cannot read."""
     found: dict[str, Any] = {}
     if user_id is not None:
         found["user_id"] = _one_person(user_id)
     if filters is not None:
         _walk(filters, found)
+    given = {k: v for k, v in (beside or {}).items() if v is not None}
+    _window(given.pop("start_date", None), given.pop("end_date", None), found)
+    if given:
+        _walk(given, found)
     if "user_id" not in found:
         raise ApiProblem(400, "user_id_required", "every memory here belongs to a person: name them with "
                                                   "user_id (in filters, or in the body of an add)")
-    wanted = {k: v for k, v in found.items() if k in NAMES}
+    wanted = {k: v for k, v in found.items() if k in NAMES or k == "any_of"}
     return Narrowed(found["user_id"], found.get("after"), found.get("before"), wanted or None)
 
 
@@ -80,16 +122,7 @@ def _walk(filters: Any, found: dict[str, Any]) -> None:
             for part in _parts(value):
                 _walk(part, found)
         elif key == "OR":
-            people = set()
-            for part in _parts(value):
-                branch: dict[str, Any] = {}
-                _walk(part, branch)
-                if set(branch) != {"user_id"}:
-                    raise ApiProblem(400, "unsupported_filter", "OR is taken only between names of one person")
-                people.add(branch["user_id"])
-            if len(people) != 1:
-                raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
-            _same(found, "user_id", people.pop())
+            _either(value, found)
         elif key == "user_id":
             _same(found, "user_id", _one_person(value))
         elif key in ENTITY_NAMES:
@@ -99,11 +132,50 @@ def _walk(filters: Any, found: dict[str, Any]) -> None:
         elif key == "metadata":
             if not isinstance(value, dict) or not value:
                 raise ApiProblem(400, "invalid_filters", "metadata takes an object of values to equal")
-            found[key] = {**found.get(key, {}), **value}  # AND of metadata conditions: all hold
+            for name, equal in value.items():  # AND of metadata conditions: all hold
+                _same(found.setdefault(key, {}), name, equal)
         elif key in DATE_FIELDS:
             _dates(key, value, found)
         else:
             raise ApiProblem(400, "unsupported_filter", f"filtering by `{key}` is not supported")
+
+
+def _either(value: Any, found: dict[str, Any]) -> None:
+    """An OR (LlamaIndex's person OR run OR agent): every branch naming a person names the one person;
+    a branch that is the person alone holds for each of their memories, so the OR asks nothing more;
+    else one of the branches' ids, categories or metadata must hold (`any_of`)."""
+    group = []
+    for part in _parts(value):
+        branch: dict[str, Any] = {}
+        _walk(part, branch)
+        if "user_id" in branch:
+            _same(found, "user_id", branch.pop("user_id"))
+        if not set(branch) <= set(NAMES):
+            raise ApiProblem(400, "unsupported_filter", "an OR takes ids, categories and metadata (no dates, no OR)")
+        group.append(branch)
+    if all(group):
+        found.setdefault("any_of", []).append(group)
+
+
+def _window(start: Any, end: Any, found: dict[str, Any]) -> None:
+    """mem0's `start_date` and `end_date` (a day, YYYY-MM-DD, or an ISO moment), both included: the
+    window of creation, tightening any the filters set."""
+    for name, given in (("start_date", start), ("end_date", end)):
+        if given is None:
+            continue
+        try:
+            if not isinstance(given, str) or len(given) > 40:
+                raise ValueError(name)
+            at = moment_in_utc(given, naive_is_utc=True)
+            # The window's bounds are exclusive (portal.ports.Filters); a day ends at the next midnight.
+            bound = (at - timedelta(microseconds=1) if name == "start_date"
+                     else at + (timedelta(days=1) if len(given) == 10 else timedelta(microseconds=1)))
+        except (ValueError, OverflowError):
+            raise ApiProblem(400, "invalid_filters", f"`{name}` is a day (YYYY-MM-DD) or an ISO moment") from None
+        if name == "start_date":
+            found["after"] = max(found.get("after") or bound, bound)
+        else:
+            found["before"] = min(found.get("before") or bound, bound)
 
 
 def _parts(value: Any) -> list[Any]:
@@ -148,7 +220,9 @@ def _categories(value: Any) -> list[str]:
 
 def _same(found: dict[str, Any], key: str, value: Any) -> None:
     if key in found and found[key] != value:
-        raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
+        if key == "user_id":
+            raise ApiProblem(400, "one_person", "a request reads one person's memories: one user_id")
+        raise ApiProblem(400, "invalid_filters", f"two different values of `{key}` cannot both hold")
     found[key] = value
 
 

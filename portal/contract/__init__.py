@@ -22,7 +22,8 @@ The suite is a package of topic modules: `base` (the options, builders and check
 (equal scores fall by id, through recall too), `writing`
 (saves, revisions, tombstones), `receipts` (settings, refs, receipts), `retention` (purging and
 pruning), `apps` (connected apps: controls, uses, and `AppStore`'s checks), `jobs` (background
-consolidations), `decisions` (expiry, "don't use this", conversations' uses) and `dates` (a period a query names). Each holds one
+consolidations), `decisions` (expiry, "don't use this", conversations' uses), `dates` (a period a query names) and
+`scopes` (an agent, app or run id is part of what a memory is). Each holds one
 mixin; `StoreContract` composes them. The mixins' names do not start with
 `Test`, so pytest collects their tests only through a `Test*` subclass of `StoreContract`.
 
@@ -50,6 +51,7 @@ from portal.contract.ranking import RankingContract
 from portal.contract.receipts import ReceiptsContract
 from portal.contract.records import RecordsContract
 from portal.contract.retention import RetentionContract
+from portal.contract.scopes import ScopesContract
 from portal.contract.searching import SearchingContract
 from portal.contract.uses import UsesContract
 from portal.contract.writing import WritingContract
@@ -60,5 +62,6 @@ __all__ = ["RecordsContract", "StoreContract"]
 class StoreContract(
     PlacesContract, ListingContract, SearchingContract, RankingContract, WritingContract, ReceiptsContract,
     RetentionContract, AppsContract, JobsContract, DecisionsContract, UsesContract, DatesContract,
+    ScopesContract,
 ):
     """Subclass with a `store` fixture; every `test_*` here then runs against that store."""

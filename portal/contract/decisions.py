@@ -62,7 +62,7 @@ class DecisionsContract(ContractBase):
                 "list": memory.id in [m.id for m in tx.list(Filters())],
                 "list_all": memory.id in [m.id for m in tx.list(ALL)],
                 "count": tx.count() == 1,
-                "find_words": tx.find_words(memory.words_key) is not None,
+                "find_words": tx.find_words(memory.words_key) != [],
                 "nearest": memory.id in [i for i, _ in tx.nearest(self.embedding(1, 0), 5, Filters())],
                 "words": memory.id in [i for i, _ in self.search_words(store, tx, "kayak", 5, Filters())],
                 "mean": tx.mean_vector(self.embedding(1, 0).model, self.vector_dimensions, Filters()) is not None,

@@ -101,9 +101,9 @@ class ListingContract(ContractBase):
         (shelved,) = self.add(store, here, "Plays the cello", state="archived")
         with store.read(here) as tx:
             found = tx.find_words(words_key("likes GREEN tea!", store.words_secret))
-            assert found is not None and found.id == active.id
-            assert tx.find_words(shelved.words_key) is None
-            assert tx.find_words(words_key("Likes black tea", store.words_secret)) is None
+            assert [m.id for m in found] == [active.id]
+            assert tx.find_words(shelved.words_key) == []
+            assert tx.find_words(words_key("Likes black tea", store.words_secret)) == []
 
     def test_trim_candidates_are_least_important_then_longest_unused(self, store: Store) -> None:
         here = self.place(store)

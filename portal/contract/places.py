@@ -93,7 +93,7 @@ class PlacesContract(ContractBase):
                 assert tx.get_many([mine.id]) == []
                 assert tx.list(ALL) == []
                 assert tx.count() == 0
-                assert tx.find_words(mine.words_key) is None
+                assert tx.find_words(mine.words_key) == []
                 assert tx.nearest(self.embedding(1, 0), 5, Filters()) == []
                 assert tx.search_words("tea oat milk", 5, Filters()) == []
                 assert tx.search_words("oat", 5, ALL) == []

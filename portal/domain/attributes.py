@@ -60,7 +60,10 @@ def _checked(name: str, value: Any) -> Any:
         return list(dict.fromkeys(value))
     if name == "expiration_date":
         return _day(value)
-    # timestamp: when it was said, in seconds since 1970 (as mem0's clients send it)
+    # timestamp: when it was said, in seconds since 1970 (as mem0's clients send it), or an ISO 8601
+    # day or moment (mem0ai 1.x's own example, "2025-01-15T12:00:00Z"), kept as its seconds too
+    if isinstance(value, str):
+        value = _seconds(value)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise Refused("invalid_attributes")
     if not 0 <= value <= 253402300799:  # up to year 9999
@@ -95,6 +98,18 @@ def _day(value: Any) -> str:
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).date().isoformat()
 
 
+def _seconds(value: str) -> float:
+    """An ISO 8601 day (its midnight, UTC) or moment (UTC when it names no offset) in seconds since 1970."""
+    if len(value) > 40:
+        raise Refused("invalid_attributes")
+    try:
+        at = (datetime.combine(date.fromisoformat(value), time()) if len(value) == 10
+              else datetime.fromisoformat(value.replace("Z", "+00:00")))
+        return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+    except (ValueError, OverflowError):
+        raise Refused("invalid_attributes") from None
+
+
 def merged_attributes(current: Mapping[str, Any] | None, given: Mapping[str, Any]) -> dict[str, Any] | None:
     """`current` with the names `given` sets (None removes one), checked as a whole."""
     if not isinstance(given, Mapping):
@@ -102,10 +117,21 @@ def merged_attributes(current: Mapping[str, Any] | None, given: Mapping[str, Any
     return checked_attributes({**(current or {}), **given})
 
 
+def scope_of(attributes: Any) -> tuple[str | None, ...]:
+    """The scope a memory's attributes place it in: its agent, app and run ids (None for each it
+    lacks; all None for a memory of the person's own). Part of what a memory is (issue 39): the same
+    words under another scope are another memory. Anything but a mapping is no scope."""
+    have = attributes if isinstance(attributes, Mapping) else {}
+    return tuple(have.get(name) for name in ENTITY_NAMES)
+
+
 def matches(attributes: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
     """Whether a memory's attributes hold every `wanted` entity id (equality), category (each one
-    listed) and metadata key (equal value)."""
+    listed) and metadata key (equal value), and of each group in `any_of` (an OR of such wants) one."""
     have = attributes or {}
+    for group in wanted.get("any_of", ()):
+        if not any(matches(attributes, alternative) for alternative in group):
+            return False
     for name, value in wanted.items():
         if name in ENTITY_NAMES and have.get(name) != value:
             return False

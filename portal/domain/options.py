@@ -96,6 +96,9 @@ class Options:
     lease_seconds: float = 60.0
     # A background consolidation whose model failed is tried again after this, doubled each time.
     job_retry_seconds: float = 2.0
+    # How long a host that asks to wait for a background consolidation (mem0's `async_mode=False`)
+    # is kept waiting before it is answered that the job is still pending.
+    job_wait_seconds: float = 20.0
     # How long a person's own edit can be undone: the wording it replaced is kept this long, then
     # erased by the periodic task (the portal's toast says so). At most 15 minutes.
     undo_window: timedelta = timedelta(minutes=15)
@@ -141,6 +144,8 @@ class Options:
             raise ValueError("relevance_floor is in [-1, 1]")
         if self.lease_seconds <= 0:
             raise ValueError("lease_seconds must be positive")
+        if not 0 <= self.job_wait_seconds <= 60:
+            raise ValueError("job_wait_seconds is between 0 and 60")
         if not timedelta(0) < self.undo_window <= timedelta(minutes=15):
             raise ValueError("undo_window is more than nothing and at most 15 minutes")
         if not 0 <= self.uses_every <= 60:

@@ -82,8 +82,8 @@ class AppTx(AppRefs):
     def get_many(self, ids: Sequence[str]) -> builtins.list[Memory]:
         return [m for m in self._tx.get_many(ids) if m.usable_by(self._app.id)]
 
-    def find_words(self, words_key: str) -> Memory | None:
-        return self._usable(self._tx.find_words(words_key))
+    def find_words(self, words_key: str) -> builtins.list[Memory]:
+        return [m for m in self._tx.find_words(words_key) if m.usable_by(self._app.id)]
 
     def list(self, filters: Filters, limit: int | None = None, after: Cursor | None = None) -> builtins.list[Memory]:
         return self._tx.list(self._only(filters), limit, after)

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from portal.domain.apps import NO_MEMORY, TEMPORARY
+from portal.domain.attributes import scope_of
 from portal.domain.decisions import conversation_key
 from portal.domain.errors import Conflict, InvalidWhere, NotFound, Refused
 from portal.domain.extraction import Extraction, read_extraction
@@ -52,8 +53,10 @@ class ConsolidationResult:
     failed: int = 0
     proposed: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
-    # The ids of the memories it added, corrected or said again (not answered: a job keeps them).
+    # The ids of the memories it added, corrected or said again (not answered: a job keeps them),
+    # and what it did to each, in order ("added", "corrected" or "reinforced"; ids and codes only).
     taught: list[str] = field(default_factory=list)
+    made: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -191,8 +194,8 @@ class Consolidation:
         self, place: Place, shown: list[Message], ref: str, role: str | None,
         person_name: str | None, language: str | None, holder: str, attributes: Any = None,
     ) -> ConsolidationResult:
-        with self.ctx.store.read(place) as tx:
-            known = tx.list(Filters())
+        with self.ctx.store.read(place) as tx:  # the model corrects only what its scope holds (issue 39)
+            known = [m for m in tx.list(Filters()) if scope_of(m.attributes) == scope_of(attributes)]
         known.sort(key=lambda m: (not m.pinned, -m.importance, -m.last_useful_at.timestamp()))
         known = known[: self.ctx.options.known_max]
         system = system_prompt(self.ctx.options, language)
@@ -235,13 +238,8 @@ class Consolidation:
                 importance=correction.importance, origin="inferred", sources=(Source("consolidation", ref),),
                 person_name=person_name, holding=holding,
             ))
-            if outcome is None:
-                continue
-            result.taught.append(outcome.memory.id)
-            if outcome.reinforced:
-                result.reinforced += 1
-            else:
-                result.corrected += 1
+            if outcome is not None:
+                _taught(result, outcome.memory.id, "reinforced" if outcome.reinforced else "corrected")
         for fact in extraction.facts:
             source = Source("consolidation", ref, tuple(i for i in fact.messages if any(m.index == i for m in shown)))
             outcome = _attempt(result, place, partial(
@@ -249,15 +247,9 @@ class Consolidation:
                 explicit=is_explicit_fact(fact, shown), origin="inferred", sources=(source,), channel="background",
                 person_name=person_name, holding=holding, attributes=attributes,
             ))
-            if outcome is None:
-                continue
-            result.taught.append(outcome.memory.id)
-            if outcome.reinforced:
-                result.reinforced += 1  # said again: nothing new learnt, nothing corrected
-            elif outcome.replaced_id:
-                result.corrected += 1
-            else:
-                result.added += 1
+            if outcome is not None:  # said again: nothing new learnt, nothing corrected
+                _taught(result, outcome.memory.id,
+                        "reinforced" if outcome.reinforced else "corrected" if outcome.replaced_id else "added")
         if result.failed:
             result.status, result.reason = "failed", "store"
         return result
@@ -303,6 +295,12 @@ def _attempt(result: ConsolidationResult, place: Place, write: Callable[[], Save
         log.warning("consolidate.write_failed place=%s error=%s", _pid(place), type(exc).__name__)
         result.failed += 1
     return None
+
+
+def _taught(result: ConsolidationResult, memory_id: str, what: str) -> None:
+    result.taught.append(memory_id)
+    result.made.append((memory_id, what))
+    setattr(result, what, getattr(result, what) + 1)
 
 
 def _refuse(result: ConsolidationResult, code: str) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from portal.domain.attributes import scope_of
 from portal.domain.decisions import EVERY_APP
 from portal.domain.errors import Refused
 from portal.domain.rules import Candidate, importance_of, names_added
@@ -25,6 +26,7 @@ from .context import Context, pid
 log = logging.getLogger("portal.memory")
 ACTIVE = Filters()
 PERSONS_OWN = "portal"  # the source kind of what the person writes themself
+NO_SCOPE = scope_of(None)  # a memory of the person's own: no agent, app or run
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +77,34 @@ def edit_draft(ctx: Context, place: Place, current: Memory, text: Any, kind: Any
     )
 
 
-def duplicate_of(ctx: Context, tx: StoreTx, key: str, embedding: Embedding | None) -> Memory | None:
-    """An active memory with the same folded words, or one at least `duplicate_threshold` close
-    in meaning (same model and size only), among every memory the person keeps: one withheld from
-    the app that writes is met too (issue 38: its repeat must not come back as a new memory)."""
+def duplicate_of(ctx: Context, tx: StoreTx, key: str, embedding: Embedding | None,
+                 scope: tuple[str | None, ...] = NO_SCOPE) -> Memory | None:
+    """An active memory of the same `scope` (`portal.domain.attributes.scope_of`: the agent, app
+    and run ids; issue 39) with the same folded words, or else one at least `duplicate_threshold`
+    close in meaning (same model and size only), among every memory the person keeps: one withheld
+    from the app that writes is met too (issue 38: its repeat must not come back as a new memory).
+    Without `embedding`, only the same words are met."""
     kept = tx.as_kept if isinstance(tx, AppTx) else tx
-    same_words = kept.find_words(key)
-    if same_words is not None:
-        return same_words
-    if embedding is None:
-        return None
-    near = kept.nearest(embedding, 1, ACTIVE)
-    if near and near[0][1] >= ctx.options.duplicate_threshold:
-        return kept.get(near[0][0])
-    return None
+    same_words = [m for m in kept.find_words(key) if scope_of(m.attributes) == scope]
+    if same_words:
+        return same_words[0]
+    return None if embedding is None else _nearest_in_scope(ctx, kept, embedding, scope)
+
+
+def _nearest_in_scope(ctx: Context, kept: StoreTx, embedding: Embedding, scope: tuple[str | None, ...]) -> Memory | None:
+    """The closest memory of `scope` among those close enough, read a few at a time (the first is
+    of the same scope but for a person whose hosts keep the same things in many runs or agents)."""
+    looked, limit = 0, 1
+    while True:
+        near = kept.nearest(embedding, limit, ACTIVE)
+        close = [memory_id for memory_id, score in near if score >= ctx.options.duplicate_threshold]
+        by_id = {m.id: m for m in kept.get_many(close[looked:])}
+        for memory_id in close[looked:]:
+            if memory_id in by_id and scope_of(by_id[memory_id].attributes) == scope:
+                return by_id[memory_id]
+        if len(close) < limit:
+            return None
+        looked, limit = len(close), limit * 4
 
 
 def meet_duplicate(

@@ -13,6 +13,7 @@ the meantime is obeyed when it runs.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -75,9 +76,11 @@ class Jobs:
         log.info("job.queued place=%s id=%s", pid(place), job.id)
         return job
 
-    def get(self, place: Place, job_id: str, take_summary: bool = True) -> Job:
+    def get(self, place: Place, job_id: str, take_summary: bool = True, wait: bool = False) -> Job:
         """The job with this id in this place, as the app that sent it sees it; NotFound for any
-        other app's job, and for anyone else's. Never its transcript.
+        other app's job, and for anyone else's. Never its transcript. With `wait`, a job not over
+        yet is read again until it is, for at most `Options.job_wait_seconds` (mem0's
+        `async_mode=False`): then it is answered as it is.
 
         The model's summary is handed over once, to the app that sent the job: the answer that
         carries it clears it (an erasure, in the same transaction); every later one carries none.
@@ -85,8 +88,7 @@ class Jobs:
         never read is erased after `summary_retention` (`Retention.sweep`)."""
         ctx, place = self.ctx, as_place(place)
         reader = ctx.app.id if ctx.app is not None else None
-        with ctx.store.read(place) as tx:
-            job = tx.get_job(job_id)
+        job = self._read(place, job_id, time.monotonic() + (ctx.options.job_wait_seconds if wait else 0.0))
         if job is None or (reader is not None and job.app_id not in (None, reader)):
             raise NotFound("job")
         if job.summary is None or job.app_id != reader or not take_summary:
@@ -100,6 +102,18 @@ class Jobs:
                 tx.commit()
         log.info("job.summary_taken place=%s id=%s", pid(place), job_id)
         return replace(job, work=None)
+
+    def _read(self, place: Place, job_id: str, until: float) -> Job | None:
+        """The job, read again (every 0.1 s, then less often) while it is not over, until `until`."""
+        pause = 0.1
+        while True:
+            with self.ctx.store.read(place) as tx:
+                job = tx.get_job(job_id)
+            left = until - time.monotonic()
+            if job is None or job.state in (DONE, FAILED) or left <= 0:
+                return job
+            time.sleep(min(pause, left))
+            pause = min(pause * 1.5, 0.5)
 
     # ---------------------------------------------------------------- the worker's side
 
@@ -160,7 +174,8 @@ class Jobs:
                 language=work.get("language"), attributes=work.get("attributes"), digested=True)
         except Refused as refused:  # the person blocked the app since: it will not run
             return None, refused.code, False, None, ()
-        outcome = result.to_json()
+        # What it made, by id and code (never the words: the event reads them when it is asked).
+        outcome = {**result.to_json(), "made": [{"id": i, "event": what} for i, what in result.made]}
         if result.status == "failed":
             return outcome, result.reason, job.attempts < MAX_ATTEMPTS, None, ()
         if result.status == "unavailable":

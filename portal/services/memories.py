@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from portal.domain.attributes import checked_attributes, expiry_of_day, merged_attributes
+from portal.domain.attributes import checked_attributes, expiry_of_day, merged_attributes, scope_of
 from portal.domain.decisions import expiry_of, learnt_expiry
 from portal.domain.errors import Conflict, InvalidArgument, NotFound, Refused
 from portal.domain.text import words_key
@@ -27,7 +27,7 @@ log = logging.getLogger("portal.memory")
 
 UNDOABLE = ("update", "replace")
 KEEP: Any = object()  # an update that leaves the expiry as it is
-DUPLICATE_MODES = ("replace", "reinforce", "keep")
+DUPLICATE_MODES = ("replace", "reinforce", "keep", "same_words")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +47,10 @@ class Memories:
         """Keep a new memory, or meet the duplicate it repeats: `replace` it (a new revision of the
         same memory), `reinforce` it (keep its text, raise its importance), or `keep` both, the new
         one as a memory of its own (for an import of records that may repeat word for word, such as
-        the turns of a conversation: no duplicate is looked for). Saying the very same words again
-        always reinforces.
+        the turns of a conversation: no duplicate is looked for); `same_words` reinforces a memory
+        of the same folded words and keeps anything else as a memory of its own (mem0's direct
+        import: it never replaces). Saying the very same words again always reinforces. A duplicate
+        is only ever one of the same scope (its agent, app and run ids: issue 39).
 
         Raises Refused, changing nothing: `paused`, `empty`, `too_long`, `invalid_text` (a NUL or a
         lone surrogate, in the text or the role), `invalid_kind`, `kind_not_allowed`, `other_person`
@@ -135,12 +137,13 @@ class Memories:
         importance_given: bool, attributes: dict[str, Any] | None = None, expires_at: datetime | None = None,
     ) -> Saved:
         ctx = self.ctx
-        existing = None if mode == "keep" else duplicate_of(ctx, tx, new.words_key, embedding)
+        existing = None if mode == "keep" else duplicate_of(
+            ctx, tx, new.words_key, None if mode == "same_words" else embedding, scope_of(attributes))
         if existing is not None:
             if pinned and not existing.pinned and (ctx.app is None or existing.usable_by(ctx.app.id)):
                 existing = existing.copy(pinned=True)
-            return meet_duplicate(ctx, tx, existing, new, embedding, mode, origin, sources, kind_given, importance_given,
-                                  channel)
+            return meet_duplicate(ctx, tx, existing, new, embedding, "reinforce" if mode == "same_words" else mode,
+                                  origin, sources, kind_given, importance_given, channel)
         now = ctx.clock()
         memory = Memory(
             id=ctx.id_factory(), owner_id=place.owner_id, scope=place.scope, revision=1, text=new.text,

@@ -309,8 +309,8 @@ class MemoryService:
     def consolidate_later(self, place: Place, transcript: Any, ref: Any, **settings: Any) -> Job:
         return self.jobs.submit(place, transcript, ref, **settings)
 
-    def job(self, place: Place, job_id: str, take_summary: bool = True) -> Job:
-        return self.jobs.get(place, job_id, take_summary)
+    def job(self, place: Place, job_id: str, take_summary: bool = True, wait: bool = False) -> Job:
+        return self.jobs.get(place, job_id, take_summary, wait)
 
     def run_job(self, job_id: str) -> float | None:
         return self.jobs.run(job_id)

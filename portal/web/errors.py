@@ -23,7 +23,7 @@ from flask_babel import gettext as _
 from flask_wtf.csrf import CSRFError
 
 from portal.api import PREFIX
-from portal.api.mem0_base import is_mem0_path, not_found_here
+from portal.api.mem0_base import is_mem0_path, is_mem0_settings_path, not_found_here, settings_not_served
 from portal.api.problems import problem
 from portal.domain.catalog import DEFAULT_LANGUAGE, message
 from portal.domain.errors import Conflict, InvalidArgument, InvalidWhere, NotFound, Refused
@@ -72,8 +72,11 @@ def under_api() -> bool:
 
 
 def not_found(exc: Exception) -> ResponseReturnValue:
+    routed = request.url_rule is not None  # else no route took the path: an endpoint not served, no missing memory
+    if is_mem0_settings_path(request.path) and not routed:
+        return settings_not_served()  # mem0's clients read JSON only
     if under_api():
-        return problem(404, "not_found")  # every error under /api/ is problem+json, v1 or not
+        return problem(404, "not_found" if routed else "not_served")  # every error under /api/ is problem+json
     if is_mem0_path(request.path):
         return not_found_here()  # mem0's clients read JSON only
     return render_template("errors/404.html"), 404

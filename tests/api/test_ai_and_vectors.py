@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from portal.client import NotFound, Refused
+from portal.client import Forbidden, NotFound, Refused
 from portal.domain.types import Place
 
 from .conftest import World
@@ -138,7 +138,11 @@ def test_with_the_ai_off_every_other_endpoint_still_works(any_vector_world: Worl
         assert [m.id for m in memory.unseen("ada")] == [learnt.memory.id]  # type: ignore[union-attr]
         assert memory.mark_seen("ada", [learnt.memory.id]) == 1  # type: ignore[union-attr]
         assert memory.set_paused("ada", True) and memory.get_settings("ada")
-        assert memory.set_paused("ada", False) is False
+        with pytest.raises(Forbidden) as theirs:  # lifting the pause is the person's
+            memory.set_paused("ada", False)
+        assert theirs.value.code == "person_decides"
+        vector_world.runtime.service.resume(Place("ada", vector_world.tenant_a))
+        assert memory.get_settings("ada") is False
         assert len(memory.export("ada").memories) == 3
         memory.forget("ada", kitten.id)
         with pytest.raises(NotFound):

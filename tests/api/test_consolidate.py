@@ -10,6 +10,7 @@ import pytest
 
 from portal.adapters.llm import OpenAICompatibleLLM
 from portal.domain.decisions import conversation_key
+from portal.domain.types import Place
 
 from ..fakes.llm_server import FakeLLMServer, Reply
 from .conftest import World
@@ -106,7 +107,7 @@ def test_paused_learns_nothing_even_after_resume(llm_world: World, server: FakeL
     with llm_world.client() as memory:
         memory.set_paused("ada", True)
         assert memory.consolidate("ada", TRANSCRIPT, "conv-5").status == "paused"
-        memory.set_paused("ada", False)
+        llm_world.runtime.service.resume(Place("ada", llm_world.tenant_a))  # the person lifts it, in their portal
         assert memory.consolidate("ada", TRANSCRIPT, "conv-5").status == "already"
         assert memory.list("ada").items == []
     assert server.requests == []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from portal.client import MemoryClient, NotFound
+from portal.client import Forbidden, MemoryClient, NotFound
 from portal.domain.types import Place
 
 from .conftest import World
@@ -57,7 +57,9 @@ def probe(memory: MemoryClient, owner: str, ids: dict[str, str], tenant_of_key: 
     assert memory.unseen(owner) == []
     assert memory.mark_seen(owner, every) == 0
     assert memory.get_settings(owner) is False
-    assert memory.set_paused(owner, False) is False
+    with pytest.raises(Forbidden) as theirs:  # no app lifts a pause, here or anywhere
+        memory.set_paused(owner, False)
+    assert theirs.value.code == "person_decides"
     exported = memory.export(owner)
     assert (exported.owner_id, exported.scope, exported.memories, exported.paused) == (owner, tenant_of_key, [], False)
     found = memory.call_tool(owner, "recall", {"query": "green tea"})

@@ -91,7 +91,8 @@ def test_a_job_without_a_model_fails_at_its_first_try_and_is_not_tried_again(
     assert again["attempts"] == 1 and again["state"] == "failed"
     nothing_kept_of_it(world.runtime.engine)
     event = world.raw().get(f"/v1/event/{job['id']}/", headers={"Authorization": f"Token {world.keys['a']}"}).json
-    assert (event["status"], event["error"]) == ("FAILED", "unavailable")
+    assert (event["status"], event["code"], event["results"]) == ("FAILED", "unavailable", [])
+    assert event["error"] == "No model is set up (MEMORY_LLM_BASE_URL): nothing is learnt."  # its words
 
 
 @pytest.mark.parametrize("store", STORES)

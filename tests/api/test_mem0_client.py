@@ -162,8 +162,8 @@ def test_the_client_raises_what_mem0_raises(served: tuple[World, str]) -> None:
     ada = memory.add("Likes green tea", user_id="ada", infer=False)["results"][0]["id"]
     with pytest.raises(ValidationError, match="user_id"):
         memory.add("Likes tea", infer=False)  # a memory with no person
-    with pytest.raises(ValidationError, match="custom_instructions"):
-        memory.add("Likes tea", user_id="ada", custom_instructions="x", infer=False)  # not taken: refused, not dropped
+    with pytest.raises(ValidationError, match="structured_data_schema"):
+        memory.add("Likes tea", user_id="ada", structured_data_schema={"type": "object"}, infer=False)  # refused, not dropped
     with pytest.raises(ValidationError, match="too large or malformed"):
         memory.add("Likes tea", user_id="ada", metadata={"notes": "x" * 3000}, infer=False)
     with pytest.raises(ValidationError, match="not supported"):

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from portal.client import Conflict, NotFound, Refused
+from portal.client import Conflict, Forbidden, NotFound, Refused
+from portal.domain.types import Place
 
 from .conftest import World
 
@@ -68,7 +69,11 @@ def test_remember_while_paused_is_refused_and_correcting_still_works(world: Worl
             memory.remember("ada", "Lives in Paris")
         assert refused.value.code == "paused"
         assert memory.update("ada", kept.id, text="Lives in Paris").text == "Lives in Paris"
-        assert memory.set_paused("ada", False) is False
+        with pytest.raises(Forbidden) as theirs:  # lifting the pause is the person's
+            memory.set_paused("ada", False)
+        assert theirs.value.code == "person_decides"
+        world.runtime.service.resume(Place("ada", world.tenant_a))
+        assert memory.get_settings("ada") is False
         assert memory.remember("ada", "Has a dog").memory.text == "Has a dog"
 
 

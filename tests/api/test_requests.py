@@ -208,9 +208,9 @@ def test_tools_read_or_write_by_the_tool_called(world: World) -> None:
 
 @pytest.mark.parametrize(
     ("method", "path", "status", "code"),
-    [("GET", "/nope", 404, "not_found"), ("GET", "/people/ada", 405, "method_not_allowed"),
+    [("GET", "/nope", 404, "not_served"), ("GET", "/people/ada", 405, "method_not_allowed"),
      ("POST", "/people/ada/memories/m1/history", 405, "method_not_allowed"), ("PUT", "/tools", 405, "method_not_allowed"),
-     ("GET", "/people/ada/memories/m1/undo", 405, "method_not_allowed"), ("GET", "", 404, "not_found")],
+     ("GET", "/people/ada/memories/m1/undo", 405, "method_not_allowed"), ("GET", "", 404, "not_served")],
 )
 def test_unknown_routes_and_methods_are_problems(world: World, method: str, path: str, status: int, code: str) -> None:
     answer = world.raw().open(f"{API}{path}", method=method, headers=world.auth())

@@ -87,11 +87,10 @@ class _Tx(PlaceConversations):
         filters = self._at_now(Filters(state=state, app=app))
         return sum(1 for m in self._data.memories.values() if matches(m, filters))
 
-    def find_words(self, words_key: str) -> Memory | None:
-        for m in self._data.memories.values():
-            if m.state == "active" and m.words_key == words_key and m.alive_at(self.now):
-                return m.copy()
-        return None
+    def find_words(self, words_key: str) -> builtins.list[Memory]:
+        found = [m.copy() for m in self._data.memories.values()
+                 if m.state == "active" and m.words_key == words_key and m.alive_at(self.now)]
+        return sorted(found, key=lambda m: (m.created_at, m.id))
 
     def _at_now(self, filters: Filters) -> Filters:
         return filters if filters.alive_at is not None else replace(filters, alive_at=self.now)

@@ -100,7 +100,8 @@ def usable_by(app_id: str | None) -> ColumnElement[bool]:
 GET = select(memories).where(bound_place(memories), M.id == bindparam("memory_id"), alive())
 GET_MANY = select(memories).where(bound_place(memories), M.id.in_(bindparam("ids", expanding=True)), alive())
 FIND_WORDS = select(memories).where(
-    bound_place(memories), M.state == "active", M.words_key == bindparam("words_key"), alive()).limit(1)
+    bound_place(memories), M.state == "active", M.words_key == bindparam("words_key"), alive()).order_by(
+    M.created_at, M.id)
 TOMBSTONED = select(literal(1)).where(
     bound_place(memory_tombstones), memory_tombstones.c.memory_id == bindparam("memory_id")
 )

@@ -195,9 +195,9 @@ class SqlTx(PlaceRecords, PlaceWriting, PlaceConversations):
         return int(self.conn.execute(select(func.count()).where(
             self.here(), *self.filtered(Filters(state=state, app=app)))).scalar_one())
 
-    def find_words(self, words_key: str) -> Memory | None:
-        row = self.conn.execute(FIND_WORDS, {**self.bound, "words_key": words_key, "now": self.now}).mappings().first()
-        return self._memory(row) if row else None
+    def find_words(self, words_key: str) -> builtins.list[Memory]:
+        rows = self.conn.execute(FIND_WORDS, {**self.bound, "words_key": words_key, "now": self.now}).mappings()
+        return [self._memory(row) for row in rows]
 
     def nearest(self, query: Embedding, limit: int, filters: Filters) -> builtins.list[tuple[str, float]]:
         filters = self.at_now(filters)
