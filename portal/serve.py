@@ -80,7 +80,8 @@ class PortalThreadWorker(RefusalsAsProblems, ThreadWorker):  # type: ignore[misc
 
     def handle_exit(self, sig: Any, frame: Any) -> None:
         super().handle_exit(sig, frame)
-        end_streams = getattr(getattr(self.wsgi, "wsgi_app", None), "end_streams", None)
+        app = getattr(self, "wsgi", None)  # none yet while the worker boots
+        end_streams = getattr(getattr(app, "wsgi_app", None), "end_streams", None)
         if end_streams is not None:
             end_streams()
 
