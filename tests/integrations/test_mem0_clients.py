@@ -15,7 +15,7 @@ pytestmark = pytest.mark.postgres
 
 
 def test_mem0_python_client_1_0_11(stores: dict[str, Store], tmp_path: Path) -> None:
-    seen = run_flow("mem0ai_1", stores, tmp_path, env="mem0-1")
+    seen = run_flow("flow_mem0ai_1", stores, tmp_path, env="mem0-1")
     for name, store in stores.items():
         assert seen[name] == {
             "add": [["I live in Lyon", "ADD"]],
