@@ -39,9 +39,10 @@ HERE = Path(__file__).resolve().parent
 ENVS = ROOT / ".integrations"
 NPM = HERE / "npm"
 SETUP = "scripts/integrations.sh (make test runs it)"
-# Each integration's own switch for its telemetry, and mem0's home folder kept in the test's.
+# Each integration's own switch for its telemetry ("false" in lower case: npm mem0ai reads no other), and
+# mem0's home folder kept in the test's.
 QUIET = {
-    "MEM0_TELEMETRY": "False", "HAYSTACK_TELEMETRY_ENABLED": "False", "CREWAI_DISABLE_TELEMETRY": "true",
+    "MEM0_TELEMETRY": "false", "HAYSTACK_TELEMETRY_ENABLED": "False", "CREWAI_DISABLE_TELEMETRY": "true",
     "CREWAI_TRACING_ENABLED": "false", "OTEL_SDK_DISABLED": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "ANONYMIZED_TELEMETRY": "False", "AGNO_TELEMETRY": "false", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false", "PYTHONDONTWRITEBYTECODE": "1",
