@@ -1,6 +1,6 @@
 """Microsoft Agent Framework's `Mem0ContextProvider` (agent-framework-mem0 1.0.0b261015, on mem0ai
 2.2.1) pointed at this server: what it keeps after an agent's run and gives the agent before the
-next, for a person and an agent, without a model."""
+next, for a person, without a model."""
 
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ def turn(said: str, answered: str | None = None) -> SessionContext:
 
 async def flow_async(url: str, key: str, seen: dict[str, Any]) -> None:
     PORTAL, KEY = url, key  # noqa: N806 - the README's names
-    provider = Mem0ContextProvider(mem0_client=AsyncMemoryClient(api_key=KEY, host=PORTAL), user_id="ada",
-                                   agent_id="concierge", search_user_id="ada")
+    provider = Mem0ContextProvider(mem0_client=AsyncMemoryClient(api_key=KEY, host=PORTAL), user_id="ada", search_user_id="ada")
     await provider.after_run(agent=None, session=None, context=turn("I live in Lyon", "Lyon is lovely."), state={})
     loop = asyncio.get_running_loop()
     deadline, recalled = loop.time() + 20, []

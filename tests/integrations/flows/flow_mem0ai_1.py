@@ -10,7 +10,8 @@ from mem0 import MemoryClient
 
 
 def flow(url: str, key: str, seen: dict[str, Any]) -> None:
-    memory = MemoryClient(api_key=key, host=url)
+    PORTAL, KEY = url, key  # noqa: N806 - the README's names
+    memory = MemoryClient(api_key=KEY, host=PORTAL)
     scope = {"user_id": "ada", "agent_id": "travel-bot"}
     kept = memory.add([{"role": "user", "content": "I live in Lyon"}], **scope, run_id="trip-1",
                       metadata={"channel": "chat"}, infer=False)

@@ -9,7 +9,8 @@ const said = (text) => [{ role: "user", content: [{ type: "text", text }] }];
 await run(async (url, key, seen) => {
   const PORTAL = url, KEY = key;
   for (const [name, provider] of [["v3", v3], ["v2", v2]]) {
-    const mem0 = { mem0ApiKey: KEY, host: PORTAL, user_id: `ada-${name}` };   // every helper's last argument
+    const config = { mem0ApiKey: KEY, host: PORTAL, user_id: "ada" };   // every helper's last argument
+    const mem0 = { ...config, user_id: `ada-${name}` };  // a person per version
     await provider.addMemories(said("I live in Lyon"), { ...mem0, metadata: { channel: "chat" } });
     const got = await until(() => provider.getMemories("Where do I live?", mem0).catch((e) => String(e)),
                             (m) => Array.isArray(m) && m.length >= 1);
