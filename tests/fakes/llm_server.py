@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,6 +29,9 @@ class FakeLLMServer:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.default = Reply('{"facts": [], "summary": "nothing"}')
+        # When set, the answer to any request no reply is scripted for, made from its body: a model
+        # that answers what it is shown (tests whose calls come from another process, in any order).
+        self.answer: Callable[[dict[str, Any]], str] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,7 +42,10 @@ class FakeLLMServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append(body)
-                reply = server.replies.popleft() if server.replies else server.default
+                if server.replies:
+                    reply = server.replies.popleft()
+                else:
+                    reply = Reply(server.answer(body)) if server.answer else server.default
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status != 200:
