@@ -82,7 +82,9 @@ def test_mem0_mcp_server(stores: dict[str, Store], tmp_path: Path) -> None:
             "get_memories": ["I live in Lyon", "I love jazz"],
             "search": ["I live in Lyon"],
             "search_agent": ["I live in Lyon"],
-            "list_entities": [["agent", "concierge"], ["user", "ada"]],
+            # Every memory here is a person's: agent, app and run ids are scopes inside a person's
+            # memories, not entities of their own (docs/operations.md "mem0's API").
+            "list_entities": [["user", "ada"]],
             "get_memory": "I live in Lyon",
             "updated": "I live in Paris",
             "after_delete": ["I love jazz"],

@@ -27,6 +27,9 @@ async def call(session: Any, tool: str, **arguments: Any) -> Any:
 def flow(url: str, key: str, seen: dict[str, Any]) -> None:
     PORTAL, KEY = url, key  # noqa: N806 - the README's names
     os.environ["MEM0_API_KEY"] = KEY  # as the server's host sets it: read when the server is imported
+    # The person a tool call names no one for (its default, "mem0-mcp", is a person of its own here as
+    # there): an assistant serving ada sets it, and a search by agent alone is then ada's, by that agent.
+    os.environ["MEM0_DEFAULT_USER_ID"] = "ada"
     importlib.reload(mem0_mcp_server.server)
     mem0_mcp_server.server._CLIENT_CACHE[KEY] = MemoryClient(api_key=KEY, host=PORTAL)   # before its first tool call
     server = mem0_mcp_server.server.create_server()
