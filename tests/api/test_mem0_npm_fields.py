@@ -11,14 +11,13 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from ..fakes.embedders import HashEmbedder
 from ..readme import ROOT
-from .conftest import World, serving
+from .conftest import World
+from .test_mem0_fields import served  # noqa: F401 - the same two served worlds, plain
 
 NODE_CLIENT = ROOT / "tests" / "mem0_ts"  # `make test` runs npm ci there
 
@@ -47,14 +46,6 @@ console.log(JSON.stringify(out));
 """
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def served(request: pytest.FixtureRequest, make_world: Callable[..., World]) -> Iterator[tuple[World, str]]:
-    engine = request.getfixturevalue("sqlite_engine" if request.param == "sqlite" else "pg_engine")
-    world = make_world(engine, embedder=HashEmbedder())
-    with serving(world) as url:
-        yield world, url
-
-
 def run_client(url: str, key: str) -> Any:
     if not (NODE_CLIENT / "node_modules" / "mem0ai-2").is_dir() or shutil.which("node") is None:
         pytest.fail("mem0's npm client 2.4.6 is not installed: run `npm ci --prefix tests/mem0_ts` (make test does)")
@@ -70,7 +61,7 @@ def texts(items: list[dict[str, Any]]) -> list[str]:
     return [m["memory"] for m in items]
 
 
-def test_the_npm_2_client_reads_lists_pages_and_v2_reads_as_mem0_answers_them(served: tuple[World, str]) -> None:
+def test_the_npm_2_client_reads_lists_pages_and_v2_reads_as_mem0_answers_them(served: tuple[World, str]) -> None:  # noqa: F811
     world, url = served
     out = run_client(url, world.keys["a"])
     # GET /v1/memories/ without page and page_size: mem0's v1 answer, a list (LangChain.js's history).

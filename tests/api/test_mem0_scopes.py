@@ -10,7 +10,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,16 +28,7 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # mem0 sends usage to PostHog 
 mem0 = pytest.importorskip("mem0", reason="mem0ai is in the test extra")
 from mem0 import MemoryClient  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def mem0_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0"))
+from .test_mem0_client import mem0_home, model  # noqa: E402, F401 - the same fake model and mem0 home
 
 
 def _served(request: pytest.FixtureRequest, make_world: Callable[..., World], llm: Any) -> Iterator[tuple[World, str]]:
@@ -54,7 +44,7 @@ def _served(request: pytest.FixtureRequest, make_world: Callable[..., World], ll
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def served(request: pytest.FixtureRequest, make_world: Callable[..., World],
-           model: FakeLLMServer) -> Iterator[tuple[World, str]]:
+           model: FakeLLMServer) -> Iterator[tuple[World, str]]:  # noqa: F811
     model.replies.clear()
     yield from _served(request, make_world, OpenAICompatibleLLM(model.base_url, "m", retries=0, timeout=5.0))
 
@@ -121,7 +111,7 @@ def test_a_person_s_own_memories_still_meet_their_repeats(served: tuple[World, s
 
 
 def test_what_the_model_learns_in_one_run_corrects_nothing_of_another(served: tuple[World, str], worker: None,
-                                                                       model: FakeLLMServer) -> None:
+                                                                       model: FakeLLMServer) -> None:  # noqa: F811
     world, url = served
     memory = client(url, world)
     model.script(Reply(facts("Has a cat called Miso")), Reply(facts("Has a cat called Miso")))
@@ -168,7 +158,7 @@ def test_learning_with_no_model_fails_and_says_why(no_model: tuple[World, str]) 
 
 
 def test_the_event_lists_the_memories_made_and_never_one_forgotten_since(served: tuple[World, str], worker: None,
-                                                                        model: FakeLLMServer) -> None:
+                                                                        model: FakeLLMServer) -> None:  # noqa: F811
     world, url = served
     memory = client(url, world)
     kept = memory.add("Lives in Lyon", user_id="ada", infer=False)["results"][0]
@@ -189,7 +179,7 @@ def test_the_event_lists_the_memories_made_and_never_one_forgotten_since(served:
 
 
 def test_an_add_not_in_async_mode_waits_for_what_the_model_made(served: tuple[World, str], worker: None,
-                                                                model: FakeLLMServer) -> None:
+                                                                model: FakeLLMServer) -> None:  # noqa: F811
     world, url = served
     memory = client(url, world)
     model.script(Reply(facts("Has a cat called Miso")))
@@ -199,7 +189,7 @@ def test_an_add_not_in_async_mode_waits_for_what_the_model_made(served: tuple[Wo
 
 
 def test_an_add_not_in_async_mode_answers_pending_once_the_wait_is_over(served: tuple[World, str],
-                                                                        model: FakeLLMServer) -> None:
+                                                                        model: FakeLLMServer) -> None:  # noqa: F811
     world, url = served  # no worker: nothing learns it within the wait (1 s here)
     memory = client(url, world)
     started = time.monotonic()
@@ -208,7 +198,7 @@ def test_an_add_not_in_async_mode_answers_pending_once_the_wait_is_over(served: 
 
 
 def test_with_no_queue_an_add_is_learnt_at_once_and_answers_what_it_made(served: tuple[World, str],
-                                                                          model: FakeLLMServer) -> None:
+                                                                          model: FakeLLMServer) -> None:  # noqa: F811
     world, url = served
     world.runtime.service.queue = None  # a service built without a background queue learns at once
     memory = client(url, world)
