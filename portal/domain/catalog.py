@@ -88,6 +88,8 @@ _EN: dict[str, Entry] = {
     "refused.malformed_arguments": "The arguments are not valid JSON.",
     "refused.json_too_deep": "The request's JSON is nested too deeply.",
     "refused.body_too_large": "The request is too large.",
+    "refused.no_stream": "This conversation with the memory server has ended: connect again.",
+    "refused.too_many_streams": "The memory server has as many open connections as it can take. Try again in a moment.",
     "refused.uri_too_long": "The address of the request is too long.",
     "refused.unsupported_media_type": "The request must be sent as JSON.",
     "refused.method_not_allowed": "This action is not available here.",

@@ -71,6 +71,8 @@ FR: dict[str, Entry] = {
     "refused.malformed_arguments": "Les arguments ne sont pas du JSON valable.",
     "refused.json_too_deep": "Le JSON de la demande est trop imbriqué.",
     "refused.body_too_large": "La demande est trop volumineuse.",
+    "refused.no_stream": "Cette conversation avec le serveur de mémoire est terminée : reconnectez-vous.",
+    "refused.too_many_streams": "Le serveur de mémoire a autant de connexions ouvertes qu'il peut : réessayez dans un instant.",
     "refused.uri_too_long": "L'adresse de la demande est trop longue.",
     "refused.unsupported_media_type": "La demande doit être envoyée en JSON.",
     "refused.method_not_allowed": "Cette action n'est pas disponible ici.",

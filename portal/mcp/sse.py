@@ -139,7 +139,7 @@ class OpenMemorySse:
         """The post, as it came, to the worker that holds its stream; that worker's answer back."""
         body = await read_body(receive)
         if body is None:
-            await answer(413, "too_large", "a message is at most 64 KiB")(scope, receive, send)
+            await answer(413, "body_too_large", "a message is at most 64 KiB")(scope, receive, send)
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP]
         # a2wsgi gives the path decoded (no raw_path): encoded again, an app's name with accents, `?`
