@@ -14,7 +14,7 @@ import numpy as np
 
 from portal.contract.base import MODEL, ContractBase
 from portal.domain.options import Options
-from portal.domain.types import Memory, Place
+from portal.domain.types import Embedding, Memory, Place
 from portal.ports import Filters, Store
 from portal.services.memory_service import MemoryService
 
@@ -86,3 +86,28 @@ class RankingContract(ContractBase):
         assert first == ids
         assert [h.memory.id for h in service.recall(here, "a pet cat", limit=6, mark=False)] == first
         assert [h.memory.id for h in service.recall(here, "a pet cat", limit=2, mark=False)] == first[:2]
+
+    def test_a_memory_scores_the_same_whatever_else_its_place_holds(self, store: Store) -> None:
+        """Issue 39: a hit's score depends on the query and the memory alone, so a threshold means
+        the same with 2 memories or 2,000: the same memory, alone with 2 others or among 2,000 (some
+        closer to the query, some sharing its words), gets the same score, and a memory of neither
+        meaning nor words scores low everywhere."""
+        rng = np.random.default_rng(39)
+        target, unrelated = "Lives in Lyon near the river", "Collects stamps"
+        embedder = TableEmbedder({"where does she live": self.vector(1, 0.3, 0.2),
+                                  target: self.vector(1, 0.6, 0.1), unrelated: self.vector(0, 0, 1)})
+        others = [f"Lives in town number {n}" if n % 3 == 0 else f"Note {n} about something else" for n in range(2000)]
+        embedder.table.update((t, rng.normal(size=self.vector_dimensions).astype(np.float32)) for t in others)
+        embedder.table.update((t, self.vector(1, 0.3, 0.2 + 1e-3 * n)) for n, t in enumerate(others[:50]))
+        service = MemoryService(store, embedder)
+        scores = []
+        for owner, rest in (("owner-small", others[-1:]), ("owner-large", others)):
+            here = self.place(store, owner=owner)
+            texts = [target, unrelated, *rest]
+            self.keep(store, here, *(self.memory(store, here, t, embedding=Embedding(MODEL, embedder.table[t]))
+                                     for t in texts))
+            hits = {h.memory.text: h.score for h in service.recall(here, "where does she live", limit=100, mark=False)}
+            scores.append((hits[target], hits.get(unrelated)))
+        (small, small_unrelated), (large, large_unrelated) = scores
+        assert abs(small - large) < 1e-6, scores
+        assert small_unrelated is not None and small_unrelated < 0.1, scores  # no word, no meaning in common

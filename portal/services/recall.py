@@ -18,13 +18,14 @@ from portal.domain.apps import READ, RECALLED
 from portal.domain.attributes import matches
 from portal.domain.errors import InvalidArgument, NotFound
 from portal.domain.listing import active, decode_cursor, encode_cursor, ids_of, moment
-from portal.domain.periods import named_period
+from portal.domain.periods import Period, named_period
 from portal.domain.portrait import FORMATS, render
 from portal.domain.queries import Filters
-from portal.domain.recall.dated import favour_period
+from portal.domain.recall.dated import favour_period, said_in
 from portal.domain.recall.meaning import Meaning
 from portal.domain.recall.ranking import fuse, fuse_scores
-from portal.domain.types import Hit, Memory, Page, Place, Portrait, Revision, as_place
+from portal.domain.recall.relevance import relevances
+from portal.domain.types import Embedding, Hit, Memory, Page, Place, Portrait, Revision, as_place
 
 from .apps import note_reads
 from .context import Context, pid
@@ -143,8 +144,10 @@ class Recall:
         query's vector less part of the mean direction of the memories searched
         (`meaning_centering`), ranked a second time after moving the query toward the first fused
         hits (`feedback_memories`, `feedback_weight`). A similarity floor is checked on the plain
-        cosine. With the default fusion and weights a hit's score is in [0, 1]. Equal scores (to
-        1e-6) fall by id, on every store. With a reranker (`Options.reranker`) its order and its
+        cosine. The ranking orders the hits; equal fused scores (to 1e-6) fall by id, on every store.
+        A hit's score is its own relevance in (0, 1), from the query and the memory alone
+        (portal.domain.recall.relevance): the same among 2 memories or 2,000, so a later hit may
+        score higher than an earlier one. With a reranker (`Options.reranker`) its order and its
         relevance (equal ones in recall's order) come first, for the first `rerank_candidates`.
 
         With `relevant_only`, only memories that share a word with the query or whose plain cosine
@@ -207,12 +210,13 @@ class Recall:
             bounded = query_vector is not None and options.fusion == "relative"
             ranked = favour_period(ranked, by_id, period, options.date_weight, options.date_grace,
                                    1.0 if bounded else None, used)
+        head = 0
         if query_vector is not None:  # the rerank server is asked with no connection held
             ranked, head = self._reranked(place, query, ranked, by_id)
             if period is not None and head:  # its relevances, on their own scale, ahead of the rest
                 ranked = favour_period(ranked[:head], by_id, period, options.date_weight, options.date_grace,
                                        1.0, head) + ranked[head:]
-        ranked = ranked[:limit]
+        ranked = self._scored(place, query, query_vector, ranked[:limit], by_id, head, period)
         hits = [(by_id[i], score, how) for i, score, how in ranked]
         if mark and hits:
             # A read stays a read: the hits' use (their time, the app's count, its conversation) is
@@ -221,6 +225,19 @@ class Recall:
             ctx.note_uses(place, [m.id for m, _, _ in hits], RECALLED, mark=True, at=at)
             return [Hit(replace(m, last_used_at=at), score, how) for m, score, how in hits]
         return [Hit(m, score, how) for m, score, how in hits]
+
+    def _scored(self, place: Place, query: str, vector: Embedding | None, ranked: builtins.list[tuple[str, float, str]],
+                by_id: Mapping[str, Memory], head: int, period: Period | None) -> builtins.list[tuple[str, float, str]]:
+        """`ranked` in its order, each with its score on recall's one scale (portal.domain.recall
+        .relevance: the query and the memory alone, whatever else the place holds), lifted for a
+        memory said in the period the query names as the ranking lifts it; the first `head`, which
+        the reranker ordered, keep its relevance."""
+        options = self.ctx.options
+        scores = relevances(query, vector, [by_id[i] for i, _, _ in ranked[head:]], place.owner_id)
+        if period is not None:
+            scores = [s + options.date_weight * (1.0 - s) if said_in(by_id[i], period, options.date_grace) else s
+                      for (i, _, _), s in zip(ranked[head:], scores, strict=True)]
+        return ranked[:head] + [(i, s, how) for (i, _, how), s in zip(ranked[head:], scores, strict=True)]
 
     def _reranked(self, place: Place, query: str, ranked: builtins.list[tuple[str, float, str]],
                   by_id: Mapping[str, Memory]) -> tuple[builtins.list[tuple[str, float, str]], int]:
