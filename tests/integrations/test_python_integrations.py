@@ -31,9 +31,9 @@ def test_autogen_mem0_memory(stores: dict[str, Store], tmp_path: Path) -> None:
     seen = run_flow("flow_autogen", stores, tmp_path, env="mem0-1")
     for name, store in stores.items():
         assert seen[name] == {
-            "query": ["I live in Lyon", "I love jazz"],
+            "query": ["I live in Lyon"],
             "top": ["I live in Lyon", "home", True],
-            "update_context": 2,
+            "update_context": 1,
             "after_clear": [],
         }, name
         assert store.texts("ada") == []

@@ -26,7 +26,7 @@ def flow(url: str, key: str, seen: dict[str, Any]) -> None:
     listed = until(lambda: retriever.run(None, user_id="ada")["memories"], lambda m: len(m) >= 2)
     seen["list"] = sorted(m.text for m in listed)
     seen["search"] = [m.text for m in retriever.run("where does she live", user_id="ada", top_k=1)["memories"]]
-    seen["search_run"] = [m.text for m in retriever.run("music", user_id="ada", run_id="chat-2")["memories"]]
+    seen["search_run"] = [m.text for m in retriever.run("jazz", user_id="ada", run_id="chat-2")["memories"]]
     store.add_memories(messages=[ChatMessage.from_user("I play chess")], user_id="ada", infer=False,
                        metadata={"topic": "games"})
     narrowed = retriever.run("games", user_id="ada", filters={"field": "topic", "operator": "==", "value": "games"})

@@ -26,7 +26,7 @@ def flow(url: str, key: str, seen: dict[str, Any]) -> None:
     seen["get_all"] = texts(listed)
     seen["get_all_run"] = texts(memory.get_all(filters={"AND": [{"user_id": "ada"}, {"run_id": "trip-2"}]}))
     seen["search"] = texts(memory.search("where does she live", **scope, limit=5))
-    hits = memory.search("jazz", filters={"AND": [{"user_id": "ada"}, {"metadata": {"channel": "chat"}}]})
+    hits = memory.search("where does she live", filters={"AND": [{"user_id": "ada"}, {"metadata": {"channel": "chat"}}]})
     seen["search_metadata"] = texts(hits)
     lyon = next(m for m in results(memory.get_all(filters={"run_id": "trip-1", "user_id": "ada"}))
                 if m["memory"] == "I live in Lyon")

@@ -14,7 +14,7 @@ await run(async (url, key, seen) => {
   seen.getAll = Array.isArray(listed) ? texts(listed) : listed;
   const hits = await memory.search("where does she live", { user_id: "ada", limit: 1 });
   seen.search = Array.isArray(hits) ? texts(hits) : hits;
-  const v2 = await memory.search("music", { api_version: "v2", filters: { AND: [{ user_id: "ada" }, { run_id: "trip-2" }] } });
+  const v2 = await memory.search("jazz", { api_version: "v2", filters: { AND: [{ user_id: "ada" }, { run_id: "trip-2" }] } });
   seen.searchV2 = texts(v2);
   const lyon = results(listed).find((m) => m.memory === "I live in Lyon");
   const got = await memory.get(lyon.id);
