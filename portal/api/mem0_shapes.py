@@ -47,21 +47,8 @@ def check_fields(body: dict[str, Any], allowed: set[str] | frozenset[str]) -> No
     for name, value in body.items():
         if name == "enable_graph":
             no_graph(value)
-        elif name == "immutable" and name not in allowed:
-            always_correctable(value)
         elif name not in allowed and name not in HINTS and name not in PROVIDER_SETTINGS and value is not None:
             raise unsupported(name)
-
-
-def always_correctable(value: Any) -> None:
-    """mem0's `immutable` on an add: false is how every memory is here; true is refused, said plainly
-    (the person, and the model learning from later conversations, may correct any memory; each
-    wording stays in its history until it is forgotten)."""
-    if value in TRUE:
-        raise ApiProblem(400, "always_correctable", "memories here can always be corrected (each wording "
-                                                    "is kept in their history): immutable must be false")
-    if value is not None and value not in FALSE:
-        raise ApiProblem(400, "invalid_request", "immutable must be true or false")
 
 
 def no_graph(value: Any) -> None:
@@ -245,9 +232,9 @@ def memory_item(memory: Memory) -> dict[str, Any]:
     return {"id": memory.id, "memory": memory.text, "user_id": memory.owner_id,
             **{name: kept.get(name) for name in ENTITY_NAMES}, "metadata": kept.get("metadata"),
             "categories": kept.get("categories", []), "expiration_date": kept.get("expiration_date"),
-            "timestamp": kept.get("timestamp"), "created_at": memory.created_at.isoformat(),
-            "updated_at": memory.updated_at.isoformat(), "kind": memory.kind, "importance": memory.importance,
-            "pinned": memory.pinned}
+            "timestamp": kept.get("timestamp"), "immutable": kept.get("immutable", False),
+            "created_at": memory.created_at.isoformat(), "updated_at": memory.updated_at.isoformat(),
+            "kind": memory.kind, "importance": memory.importance, "pinned": memory.pinned}
 
 
 def hit_item(hit: Hit) -> dict[str, Any]:

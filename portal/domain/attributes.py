@@ -18,7 +18,7 @@ from portal.inputs import is_valid_id, is_valid_text
 
 from .errors import InvalidArgument, Refused
 
-NAMES = ("agent_id", "app_id", "run_id", "metadata", "categories", "expiration_date", "timestamp")
+NAMES = ("agent_id", "app_id", "run_id", "metadata", "categories", "expiration_date", "timestamp", "immutable")
 ENTITY_NAMES = ("agent_id", "app_id", "run_id")
 MAX_METADATA = 2048  # characters of its JSON
 MAX_DEPTH = 4
@@ -36,7 +36,7 @@ def checked_attributes(given: Mapping[str, Any] | None) -> dict[str, Any] | None
     for name, value in given.items():
         if name not in NAMES:
             raise Refused("invalid_attributes")
-        if value is None:
+        if value is None or (name == "immutable" and value is False):  # false: as every memory is
             continue
         kept[name] = _checked(name, value)
     return kept or None
@@ -60,6 +60,10 @@ def _checked(name: str, value: Any) -> Any:
         return list(dict.fromkeys(value))
     if name == "expiration_date":
         return _day(value)
+    if name == "immutable":
+        if not isinstance(value, bool):
+            raise Refused("invalid_attributes")
+        return value
     # timestamp: when it was said, in seconds since 1970 (as mem0's clients send it), or an ISO 8601
     # day or moment (mem0ai 1.x's own example, "2025-01-15T12:00:00Z"), kept as its seconds too
     if isinstance(value, str):
@@ -123,6 +127,12 @@ def scope_of(attributes: Any) -> tuple[str | None, ...]:
     words under another scope are another memory. Anything but a mapping is no scope."""
     have = attributes if isinstance(attributes, Mapping) else {}
     return tuple(have.get(name) for name in ENTITY_NAMES)
+
+
+def is_immutable(attributes: Any) -> bool:
+    """mem0's `immutable`: a memory the model's later learning never corrects and a near repeat never
+    replaces (the person, and an explicit update, still may)."""
+    return isinstance(attributes, Mapping) and attributes.get("immutable") is True
 
 
 def matches(attributes: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:

@@ -108,7 +108,6 @@ _EN: dict[str, Entry] = {
     "refused.too_many_messages": "An add takes at most 100 messages: send the conversation in parts.",
     "refused.not_served": "This server does not serve this endpoint.",
     "refused.no_graph": "This server keeps no graph memory: enable_graph must be false.",
-    "refused.always_correctable": "Memories here can always be corrected: immutable must be false.",
     # why a consolidation did not learn (its `reason`), said to the host that sent it
     "consolidation.model": "The model did not answer: is it running, and does MEMORY_LLM_BASE_URL point at it?",
     "consolidation.unreadable": "The model's answer could not be read as facts.",

@@ -91,7 +91,6 @@ FR: dict[str, Entry] = {
     "refused.too_many_messages": "Un ajout prend au plus 100 messages : envoyez la conversation en plusieurs fois.",
     "refused.not_served": "Ce serveur ne sert pas ce point d'accès.",
     "refused.no_graph": "Ce serveur ne tient pas de mémoire en graphe : enable_graph doit valoir false.",
-    "refused.always_correctable": "Un souvenir peut toujours être corrigé ici : immutable doit valoir false.",
     "consolidation.model": "Le modèle n'a pas répondu : tourne-t-il, et MEMORY_LLM_BASE_URL pointe-t-elle vers lui ?",
     "consolidation.unreadable": "La réponse du modèle n'a pas pu être lue comme des faits.",
     "consolidation.cut": "La réponse du modèle s'est arrêtée à mi-chemin : les faits entiers d'avant la coupure ont été gardés.",

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from portal.domain.apps import NO_MEMORY, TEMPORARY
-from portal.domain.attributes import scope_of
+from portal.domain.attributes import is_immutable, scope_of
 from portal.domain.decisions import conversation_key
 from portal.domain.errors import Conflict, InvalidWhere, NotFound, Refused
 from portal.domain.extraction import Extraction, read_extraction
@@ -195,7 +195,8 @@ class Consolidation:
         person_name: str | None, language: str | None, holder: str, attributes: Any = None,
     ) -> ConsolidationResult:
         with self.ctx.store.read(place) as tx:  # the model corrects only what its scope holds (issue 39)
-            known = [m for m in tx.list(Filters()) if scope_of(m.attributes) == scope_of(attributes)]
+            known = [m for m in tx.list(Filters()) if scope_of(m.attributes) == scope_of(attributes)
+                     and not is_immutable(m.attributes)]  # mem0's immutable: never shown to be corrected
         known.sort(key=lambda m: (not m.pinned, -m.importance, -m.last_useful_at.timestamp()))
         known = known[: self.ctx.options.known_max]
         system = system_prompt(self.ctx.options, language)

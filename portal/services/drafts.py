@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from portal.domain.attributes import scope_of
+from portal.domain.attributes import is_immutable, scope_of
 from portal.domain.decisions import EVERY_APP
 from portal.domain.errors import Refused
 from portal.domain.rules import Candidate, importance_of, names_added
@@ -100,7 +100,8 @@ def _nearest_in_scope(ctx: Context, kept: StoreTx, embedding: Embedding, scope: 
         close = [memory_id for memory_id, score in near if score >= ctx.options.duplicate_threshold]
         by_id = {m.id: m for m in kept.get_many(close[looked:])}
         for memory_id in close[looked:]:
-            if memory_id in by_id and scope_of(by_id[memory_id].attributes) == scope:
+            if (memory_id in by_id and scope_of(by_id[memory_id].attributes) == scope
+                    and not is_immutable(by_id[memory_id].attributes)):  # a near repeat replaces no immutable one
                 return by_id[memory_id]
         if len(close) < limit:
             return None

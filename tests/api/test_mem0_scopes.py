@@ -6,6 +6,7 @@ tells, in its event, what it made (or why it failed); `async_mode=False` waits f
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -208,3 +209,24 @@ def test_with_no_queue_an_add_is_learnt_at_once_and_answers_what_it_made(served:
     world.runtime.service.ctx.llm = None
     failed = memory.add("I adopted a dog called Rex.", user_id="ada")
     assert (failed["status"], failed["code"], failed["results"]) == ("FAILED", "unavailable", [])
+
+
+# ---------------------------------------------------------------------------------------- immutable (item 4)
+
+
+@pytest.mark.parametrize("immutable", [True, False])
+def test_an_immutable_memory_is_never_corrected_by_what_is_learnt_later(
+    served: tuple[World, str], worker: None, model: FakeLLMServer, immutable: bool,  # noqa: F811
+) -> None:
+    world, url = served
+    memory = client(url, world)
+    kept = memory.add("Owns 1 bike", user_id="ada", infer=False, immutable=immutable)["results"][0]
+    assert memory.get(kept["id"])["immutable"] is immutable
+    correction = {"facts": [], "corrections": [{"id": kept["id"], "text": "Owns 2 bikes"}], "summary": "bikes"}
+    model.script(Reply(json.dumps(correction)))
+    queued = memory.add("I own 2 bikes now.", user_id="ada")
+    assert event_of(memory, queued["event_id"])["status"] == "SUCCEEDED"
+    assert memory.get(kept["id"])["memory"] == ("Owns 1 bike" if immutable else "Owns 2 bikes")
+    assert (kept["id"] in model.prompts()[-1]) is not immutable  # never shown to the model to correct
+    memory.update(kept["id"], text="Owns 3 bikes")  # an explicit correction still applies
+    assert memory.get(kept["id"])["memory"] == "Owns 3 bikes"
