@@ -131,7 +131,7 @@ def test_a_later_page_records_no_read_of_the_memories_before_it(served: tuple[Wo
 
 def test_hits_under_the_threshold_are_not_recorded_as_recalled(embedded: World) -> None:
     ids = add(embedded, "Likes green tea", "Lives in Lyon", "Has a cat called Miso")
-    answer = embedded.raw().post("/v3/memories/search/", json={"query": "green tea", "threshold": 0.99, "top_k": 3,
+    answer = embedded.raw().post("/v3/memories/search/", json={"query": "green tea", "threshold": 1.0, "top_k": 3,
                                                                "filters": {"user_id": "ada"}}, headers=token(embedded))
     assert answer.status_code == 200 and answer.get_json()["results"] == []  # nothing handed to the app
     assert [RECALLED in uses(embedded, i) for i in ids] == [False, False, False]
