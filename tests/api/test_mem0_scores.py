@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +21,8 @@ mem0 = pytest.importorskip("mem0", reason="mem0ai is in the test extra")
 from mem0 import MemoryClient  # noqa: E402
 
 NYC = "I live in NYC and love jazz."
+from .test_mem0_fields import mem0_home  # noqa: E402, F401 - mem0 writes its config in the test's folder
+
 OTHERS = ["Eve's favourite food is sushi.", "Works as a nurse at the city hospital.", "Has a dog called Rex.",
           "Prefers tea to coffee.", "Is learning to play the cello.", "Eve's sister lives in Boston.",
           "Runs every morning before work.", "Allergic to peanuts.", "Reads science fiction on the train.",
@@ -35,11 +36,6 @@ OTHERS = ["Eve's favourite food is sushi.", "Works as a nurse at the city hospit
           "Once broke her arm skiing.", "Favourite colour is green.", "Works night shifts twice a month.",
           "Knits scarves for friends.", "Plays the piano badly.", "Drinks oat milk.", "Collects vinyl records.",
           "Goes to yoga on Tuesdays.", "Met her best friend in school.", "Is reading War and Peace."]
-
-
-@pytest.fixture(autouse=True)
-def mem0_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0"))  # where the client writes its config
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
