@@ -91,27 +91,29 @@ def _plain(value: Any, depth: int) -> bool:
 
 
 def _day(value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 40:
+    if not isinstance(value, str):
         raise Refused("invalid_attributes")
-    try:
-        if len(value) == 10:
-            return date.fromisoformat(value).isoformat()
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise Refused("invalid_attributes") from None
-    return (at if at.tzinfo else at.replace(tzinfo=UTC)).date().isoformat()
+    return _moment(value).date().isoformat()
 
 
 def _seconds(value: str) -> float:
     """An ISO 8601 day (its midnight, UTC) or moment (UTC when it names no offset) in seconds since 1970."""
+    try:
+        return _moment(value).timestamp()
+    except OverflowError:
+        raise Refused("invalid_attributes") from None
+
+
+def _moment(value: str) -> datetime:
+    """An ISO 8601 day (its midnight) or moment, in its own offset (UTC when it names none)."""
     if len(value) > 40:
         raise Refused("invalid_attributes")
     try:
         at = (datetime.combine(date.fromisoformat(value), time()) if len(value) == 10
               else datetime.fromisoformat(value.replace("Z", "+00:00")))
-        return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
-    except (ValueError, OverflowError):
+    except ValueError:
         raise Refused("invalid_attributes") from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def merged_attributes(current: Mapping[str, Any] | None, given: Mapping[str, Any]) -> dict[str, Any] | None:
