@@ -121,9 +121,8 @@ def _learn(place: Place, turns: list[dict[str, str]], attributes: dict[str, Any]
             raise
         done = svc.consolidate(place, turns, ref, attributes=attributes)  # no background worker: now
         over = done.status in ("failed", "unavailable", "paused")
-        result = {**done.to_json(), "made": [{"id": i, "event": what} for i, what in done.made]}
         return json_answer(learnt(place, "failed" if over else "done", (done.reason or done.status) if over else None,
-                                  result))
+                                  done.kept_json()))
     if wait:
         job = svc.job(place, job.id, take_summary=False, wait=True)
         if job.state in ("done", "failed"):

@@ -67,6 +67,11 @@ class ConsolidationResult:
             data.update(reason=self.reason, failed=self.failed, proposed=self.proposed)
         return data
 
+    def kept_json(self) -> dict[str, Any]:
+        """`to_json` with what it made, by id and code, never the words (a job's stored result; the
+        mem0 event reads the words when it is asked)."""
+        return {**self.to_json(), "made": [{"id": i, "event": what} for i, what in self.made]}
+
 
 class Consolidation:
     def __init__(self, ctx: Context, memories: Memories) -> None:

@@ -174,8 +174,7 @@ class Jobs:
                 language=work.get("language"), attributes=work.get("attributes"), digested=True)
         except Refused as refused:  # the person blocked the app since: it will not run
             return None, refused.code, False, None, ()
-        # What it made, by id and code (never the words: the event reads them when it is asked).
-        outcome = {**result.to_json(), "made": [{"id": i, "event": what} for i, what in result.made]}
+        outcome = result.kept_json()
         if result.status == "failed":
             return outcome, result.reason, job.attempts < MAX_ATTEMPTS, None, ()
         if result.status == "unavailable":
